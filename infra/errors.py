@@ -1,0 +1,19 @@
+"""The two kinds of failure an adapter reports, so tasks know whether to retry."""
+
+from __future__ import annotations
+
+
+class InfraError(Exception):
+    """Base class for adapter failures."""
+
+
+class TransientError(InfraError):
+    """Worth retrying: a conflict, throttling, a 5xx or a timeout. `delay` is a hint in seconds."""
+
+    def __init__(self, message: str, delay: float = 5.0) -> None:
+        super().__init__(message)
+        self.delay = delay
+
+
+class PermanentError(InfraError):
+    """Retrying will not help (bad input, forbidden, invalid object); shown to people as is."""

@@ -1,0 +1,3 @@
+from .backend import GitOpsBackend
+
+__all__ = ["GitOpsBackend"]

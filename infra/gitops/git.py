@@ -1,0 +1,74 @@
+"""A thin wrapper around the git CLI for one repository."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from ..errors import PermanentError, TransientError
+
+
+class Git:
+    def __init__(self, path: Path, author: str = "gpufleet <gpufleet@localhost>") -> None:
+        self.path = path
+        name, _, email = author.partition("<")
+        self.env = {
+            **os.environ,
+            "GIT_AUTHOR_NAME": name.strip() or "gpufleet",
+            "GIT_AUTHOR_EMAIL": email.rstrip(">").strip() or "gpufleet@localhost",
+            "GIT_COMMITTER_NAME": name.strip() or "gpufleet",
+            "GIT_COMMITTER_EMAIL": email.rstrip(">").strip() or "gpufleet@localhost",
+            # Never let a user's or the machine's git config (hooks, signing, pagers) change our commits.
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_TERMINAL_PROMPT": "0",
+        }
+
+    def run(self, *args: str, input_: str | None = None, check: bool = True) -> str:
+        try:
+            proc = subprocess.run(
+                ["git", "-C", str(self.path), *args],
+                input=input_,
+                capture_output=True,
+                text=True,
+                env=self.env,
+                timeout=120,
+            )
+        except FileNotFoundError as exc:
+            raise PermanentError("git is not installed on this machine") from exc
+        except subprocess.TimeoutExpired as exc:
+            raise TransientError(f"git {args[0]} timed out", delay=10) from exc
+        if check and proc.returncode != 0:
+            message = (proc.stderr or proc.stdout).strip()
+            if "index.lock" in message:
+                raise TransientError(f"git {args[0]}: repository busy: {message}", delay=2)
+            raise PermanentError(f"git {' '.join(args[:2])} failed: {message}")
+        return proc.stdout
+
+    def ensure_repo(self, branch: str = "main") -> None:
+        if (self.path / ".git").exists():
+            return
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.run("init", "-q", "-b", branch)
+        readme = self.path / "README.md"
+        readme.write_text(
+            "# gpufleet desired state\n\n"
+            "Written by gpufleet; do not edit by hand (the next reconcile restores what gpufleet wants).\n\n"
+            "- `platform/`: cluster-wide objects (flavors, cohorts, node pools, baseline policies)\n"
+            "- `tenants/<slug>/`: everything one tenant owns, one file per object\n"
+        )
+        self.run("add", "README.md")
+        self.run("commit", "-q", "-m", "gpufleet: initialise desired-state repository")
+
+    def head(self) -> str:
+        return self.run("rev-parse", "HEAD").strip()
+
+    def commit_paths(self, paths: list[str], message: str) -> str | None:
+        """Stage exactly `paths` (additions, edits and deletions) and commit them; None if no change."""
+        self.run("add", "-A", "--", *paths)
+        staged = self.run("diff", "--cached", "--name-only", "--", *paths).strip()
+        if not staged:
+            return None
+        self.run("commit", "-q", "-m", message, "--", *paths)
+        return self.head()

@@ -1,0 +1,146 @@
+"""Helpers over rendered manifests (plain dicts): identity, ordering, canonical YAML, digests."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+Manifest = dict[str, Any]
+
+# Apply order: things others live in or refer to come first (namespaces, CRD-defined classes and
+# flavors), workloads' policies next, the vCluster release last. Teardown runs it backwards.
+KIND_ORDER = [
+    "Namespace",
+    "ResourceFlavor",
+    "Cohort",
+    "Topology",
+    "WorkloadPriorityClass",
+    "PriorityClass",
+    "CiliumClusterwideNetworkPolicy",
+    "ClusterPolicy",
+    "NodePool",
+    "ResourceQuota",
+    "LimitRange",
+    "ServiceAccount",
+    "Role",
+    "RoleBinding",
+    "ClusterQueue",
+    "Queue",
+    "LocalQueue",
+    "CiliumNetworkPolicy",
+    "NetworkPolicy",
+    "Policy",
+    "HelmRepository",
+    "OCIRepository",
+    "HelmRelease",
+    "ScaledObject",
+]
+
+
+@dataclass(frozen=True, order=True)
+class ObjectRef:
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+
+    @property
+    def group(self) -> str:
+        return self.api_version.split("/")[0] if "/" in self.api_version else ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}.{self.group or 'core'}/{self.namespace or '-'}/{self.name}"
+
+    def __str__(self) -> str:
+        return self.key
+
+
+def ref(manifest: Mapping[str, Any]) -> ObjectRef:
+    meta = manifest.get("metadata", {})
+    return ObjectRef(
+        api_version=str(manifest.get("apiVersion", "")),
+        kind=str(manifest.get("kind", "")),
+        namespace=str(meta.get("namespace", "") or ""),
+        name=str(meta.get("name", "")),
+    )
+
+
+def kind_rank(kind: str) -> int:
+    try:
+        return KIND_ORDER.index(kind)
+    except ValueError:
+        return len(KIND_ORDER)
+
+
+def sort_manifests(manifests: Iterable[Manifest]) -> list[Manifest]:
+    """Apply order, then a stable order by identity, so output never depends on input order."""
+    return sorted(manifests, key=lambda m: (kind_rank(str(m.get("kind"))), ref(m)))
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _str_presenter(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
+    # Multi-line strings (scripts, embedded YAML) read far better as block literals in a git diff.
+    style = "|" if "\n" in data else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_Dumper.add_representer(str, _str_presenter)
+
+
+def to_yaml(manifest: Mapping[str, Any]) -> str:
+    """Canonical YAML for one object: key order as rendered, no aliases, stable across runs."""
+    _Dumper.ignore_aliases = lambda self, data: True  # type: ignore[method-assign]
+    return yaml.dump(manifest, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=120)
+
+
+def to_yaml_stream(manifests: Iterable[Manifest]) -> str:
+    return "".join(f"---\n{to_yaml(m)}" for m in manifests)
+
+
+def digest(manifests: Iterable[Manifest]) -> str:
+    return hashlib.sha256(to_yaml_stream(manifests).encode()).hexdigest()
+
+
+MANAGED_BY = {"app.kubernetes.io/managed-by": "gpufleet"}
+TENANT_LABEL = "gpufleet.io/tenant"
+OWNER_LABEL = "gpufleet.io/owner"
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Who owns a set of rendered objects: one tenant, or the platform (cluster-wide objects)."""
+
+    kind: str  # "tenant" | "platform"
+    name: str = ""
+
+    @classmethod
+    def parse(cls, text: str) -> Owner:
+        if text == "platform":
+            return cls("platform")
+        kind, _, name = text.partition(":")
+        if kind != "tenant" or not name or "/" in name or name.startswith("."):
+            raise ValueError(f"not an owner: {text!r} (expected 'platform' or 'tenant:<slug>')")
+        return cls("tenant", name)
+
+    def __str__(self) -> str:
+        return "platform" if self.kind == "platform" else f"tenant:{self.name}"
+
+    @property
+    def path(self) -> str:
+        """Folder in the GitOps repository."""
+        return "platform" if self.kind == "platform" else f"tenants/{self.name}"
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """Labels that mark (and select, for pruning) every object this owner has."""
+        if self.kind == "platform":
+            return {**MANAGED_BY, OWNER_LABEL: "platform"}
+        return {**MANAGED_BY, TENANT_LABEL: self.name}

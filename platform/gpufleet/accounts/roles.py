@@ -1,0 +1,42 @@
+"""Platform roles. They are Django groups so the admin can show and edit them; OIDC groups set them."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group
+
+PLATFORM_ADMIN = "platform-admin"
+BILLING_ADMIN = "billing-admin"
+PLATFORM_ROLES = (PLATFORM_ADMIN, BILLING_ADMIN)
+
+
+def has_role(user: AbstractBaseUser | AnonymousUser | None, role: str) -> bool:
+    if user is None or not user.is_authenticated:
+        return False
+    if getattr(user, "is_superuser", False):
+        return True
+    cache = getattr(user, "_gpufleet_roles", None)
+    if cache is None:
+        cache = set(user.groups.values_list("name", flat=True))  # type: ignore[attr-defined]
+        user._gpufleet_roles = cache  # type: ignore[union-attr]
+    return role in cache
+
+
+def is_platform_admin(user: AbstractBaseUser | AnonymousUser | None) -> bool:
+    return has_role(user, PLATFORM_ADMIN)
+
+
+def is_billing_admin(user: AbstractBaseUser | AnonymousUser | None) -> bool:
+    return has_role(user, BILLING_ADMIN) or has_role(user, PLATFORM_ADMIN)
+
+
+def set_platform_roles(user: AbstractBaseUser, roles: set[str]) -> None:
+    """Make the user's platform roles exactly `roles` (other Django groups are left alone)."""
+    wanted = {r for r in roles if r in PLATFORM_ROLES}
+    for role in PLATFORM_ROLES:
+        group, _ = Group.objects.get_or_create(name=role)
+        if role in wanted:
+            user.groups.add(group)  # type: ignore[attr-defined]
+        else:
+            user.groups.remove(group)  # type: ignore[attr-defined]
+    if hasattr(user, "_gpufleet_roles"):
+        del user._gpufleet_roles

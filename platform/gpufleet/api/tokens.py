@@ -1,0 +1,60 @@
+"""/api/v1/tokens/: a user's own API tokens. The secret is returned once, at creation."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from gpufleet.accounts.models import ApiToken
+from gpufleet.audit.record import record
+
+
+class ApiTokenSerializer(serializers.ModelSerializer):
+    active = serializers.BooleanField(source="is_active", read_only=True)
+
+    class Meta:
+        model = ApiToken
+        fields = ["id", "name", "prefix", "created", "last_used_at", "expires_at", "revoked_at", "active"]
+        read_only_fields = ["id", "prefix", "created", "last_used_at", "revoked_at", "active"]
+
+    def validate_expires_at(self, value):  # type: ignore[no-untyped-def]
+        if value is not None and value <= timezone.now():
+            raise serializers.ValidationError("must be in the future")
+        return value
+
+
+class ApiTokenViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
+    serializer_class = ApiTokenSerializer
+    queryset = ApiToken.objects.all()
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return ApiToken.objects.for_user(self.request.user)
+
+    def create(self, request: Request, *args: object, **kwargs: object) -> Response:
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        plaintext, prefix, digest = ApiToken.generate()
+        with transaction.atomic():
+            token = ApiToken.objects.create(
+                user=request.user, prefix=prefix, digest=digest, **serializer.validated_data
+            )
+            record("token.create", token, after={"name": token.name, "prefix": prefix})
+        data = self.get_serializer(token).data
+        data["token"] = plaintext  # shown once; only its hash is stored
+        return Response(data, status=status.HTTP_201_CREATED)
+
+    def destroy(self, request: Request, *args: object, **kwargs: object) -> Response:
+        """Revoke (the row stays, so audit events keep pointing at it)."""
+        token = self.get_object()
+        with transaction.atomic():
+            if token.revoked_at is None:
+                token.revoked_at = timezone.now()
+                token.save(update_fields=["revoked_at"])
+                record("token.revoke", token, after={"name": token.name, "prefix": token.prefix})
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,25 @@
+"""The Celery application. Tasks live in each app's tasks.py and take ids, never model instances."""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpufleet.settings.demo")
+
+app = Celery("gpufleet")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+
+@app.on_after_finalize.connect
+def _schedule_periodic(sender: Celery, **_: object) -> None:
+    from django.conf import settings
+
+    # Level-triggered repair: whatever a lost message or a manual edit left behind is fixed here.
+    sender.add_periodic_task(
+        float(settings.GPUFLEET_RECONCILE_ALL_SECONDS),
+        sender.signature("tenants.reconcile_all"),
+        name="reconcile all tenants",
+    )

@@ -1,0 +1,170 @@
+"""Settings shared by every profile. Everything that differs between machines comes from the environment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+
+from .env import env, env_bool, env_list
+
+# platform/gpufleet/settings/base.py -> repository root is three levels up from platform/.
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
+REPO_DIR = PACKAGE_DIR.parent.parent
+VAR_DIR = Path(env("GPUFLEET_VAR_DIR", str(REPO_DIR / "var")))
+
+SECRET_KEY = env("SECRET_KEY", "insecure-development-key-not-for-production")
+DEBUG = env_bool("DEBUG", False)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "mozilla_django_oidc",
+    "gpufleet.audit",
+    "gpufleet.accounts",
+    "gpufleet.api",
+    "gpufleet.portal",
+    "tenants",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "gpufleet.audit.middleware.AuditContextMiddleware",
+]
+
+ROOT_URLCONF = "gpufleet.urls"
+WSGI_APPLICATION = "gpufleet.wsgi.application"
+ASGI_APPLICATION = "gpufleet.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "gpufleet.portal.context.portal",
+            ],
+        },
+    }
+]
+
+DATABASES = {
+    "default": dj_database_url.parse(
+        env("DATABASE_URL", f"sqlite:///{VAR_DIR / 'gpufleet.sqlite3'}"), conn_max_age=60
+    )
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTHENTICATION_BACKENDS = [
+    "gpufleet.accounts.oidc.GpufleetOIDCBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+LOGIN_URL = "portal:login"
+LOGIN_REDIRECT_URL = "portal:home"
+LOGOUT_REDIRECT_URL = "portal:login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+
+# --- OIDC (authorization code + PKCE) -----------------------------------------------------------
+OIDC_OP_ISSUER = env("OIDC_OP_ISSUER", "")
+OIDC_RP_CLIENT_ID = env("OIDC_RP_CLIENT_ID", "")
+OIDC_RP_CLIENT_SECRET = env("OIDC_RP_CLIENT_SECRET", "")
+OIDC_RP_SIGN_ALGO = env("OIDC_RP_SIGN_ALGO", "RS256")
+OIDC_RP_SCOPES = env("OIDC_RP_SCOPES", "openid email profile groups")
+
+
+def oidc_endpoints(issuer: str) -> dict[str, str]:
+    """Endpoints of the provider; each may be overridden (defaults follow node oidc-provider's paths)."""
+    issuer = issuer.rstrip("/")
+    return {
+        "OIDC_OP_AUTHORIZATION_ENDPOINT": env("OIDC_OP_AUTHORIZATION_ENDPOINT", f"{issuer}/auth"),
+        "OIDC_OP_TOKEN_ENDPOINT": env("OIDC_OP_TOKEN_ENDPOINT", f"{issuer}/token"),
+        "OIDC_OP_USER_ENDPOINT": env("OIDC_OP_USER_ENDPOINT", f"{issuer}/me"),
+        "OIDC_OP_JWKS_ENDPOINT": env("OIDC_OP_JWKS_ENDPOINT", f"{issuer}/jwks"),
+        "OIDC_OP_LOGOUT_ENDPOINT": env("OIDC_OP_LOGOUT_ENDPOINT", f"{issuer}/session/end"),
+    }
+
+
+globals().update(oidc_endpoints(OIDC_OP_ISSUER))
+OIDC_USE_PKCE = True
+OIDC_STORE_ID_TOKEN = True
+OIDC_CALLBACK_CLASS = "mozilla_django_oidc.views.OIDCAuthenticationCallbackView"
+# The claim that carries group names, mapped to platform roles and tenant memberships.
+GPUFLEET_OIDC_GROUPS_CLAIM = env("GPUFLEET_OIDC_GROUPS_CLAIM", "groups")
+GPUFLEET_OIDC_USERNAME_CLAIM = env("GPUFLEET_OIDC_USERNAME_CLAIM", "preferred_username")
+GPUFLEET_OIDC_ENABLED = bool(OIDC_OP_ISSUER)
+# Username/password sign-in exists only in the demo profile.
+GPUFLEET_PASSWORD_LOGIN = False
+
+# --- REST API -------------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "gpufleet.accounts.tokens.ApiTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PAGINATION_CLASS": "gpufleet.api.pagination.Pagination",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "gpufleet.api.errors.exception_handler",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "gpufleet API",
+    "DESCRIPTION": "Tenants, quotas, usage and invoices of a shared GPU fleet.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+# --- Celery ---------------------------------------------------------------------------------------
+CELERY_BROKER_URL = env("CELERY_BROKER_URL", "redis://127.0.0.1:6379/0")
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+GPUFLEET_RECONCILE_ALL_SECONDS = int(env("GPUFLEET_RECONCILE_ALL_SECONDS", "300") or 300)
+
+# --- Backends -------------------------------------------------------------------------------------
+GPUFLEET_BACKEND = env("GPUFLEET_BACKEND", "gitops")
+GPUFLEET_GITOPS_REPO = env("GPUFLEET_GITOPS_REPO", str(VAR_DIR / "gitops"))
+GPUFLEET_GITOPS_AUTHOR = env("GPUFLEET_GITOPS_AUTHOR", "gpufleet <gpufleet@localhost>")
+# Upstream schemas (CRDs, vCluster values schema) used to validate rendered manifests before apply.
+GPUFLEET_REFERENCE_DIR = env("GPUFLEET_REFERENCE_DIR", str(REPO_DIR.parent / "shared" / "reference"))
+GPUFLEET_KUBERNETES_VERSION = env("GPUFLEET_KUBERNETES_VERSION", "1.33")
+
+# --- vCluster --------------------------------------------------------------------------------------
+GPUFLEET_VCLUSTER_CHART_VERSION = env("GPUFLEET_VCLUSTER_CHART_VERSION", "0.36.1")
+GPUFLEET_VCLUSTER_CHART_REPO = env("GPUFLEET_VCLUSTER_CHART_REPO", "https://charts.loft.sh")
+GPUFLEET_FLUX_NAMESPACE = env("GPUFLEET_FLUX_NAMESPACE", "flux-system")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
+}

@@ -1,0 +1,13 @@
+"""Demo profile: SQLite, tasks run in the web process, GitOps into a local repo, password sign-in."""
+
+from .base import *  # noqa: F403
+from .base import VAR_DIR, env, env_bool
+
+DEBUG = env_bool("DEBUG", True)
+# The demo worker is in-process: a task runs inside the request that enqueued it, after commit.
+CELERY_TASK_ALWAYS_EAGER = True
+CELERY_BROKER_URL = env("CELERY_BROKER_URL", "memory://")
+GPUFLEET_PASSWORD_LOGIN = True
+GPUFLEET_AUTO_MIGRATE = True
+GPUFLEET_GITOPS_REPO = env("GPUFLEET_GITOPS_REPO", str(VAR_DIR / "gitops"))
+GPUFLEET_RECONCILE_ALL_SECONDS = int(env("GPUFLEET_RECONCILE_ALL_SECONDS", "60") or 60)

@@ -1,0 +1,1 @@
+"""Tenants: who shares the fleet, their trust level and lifecycle, and what each one owns."""

@@ -1,0 +1,89 @@
+"""/api/v1/tenants/: every write goes through tenants.actions; reads are scoped to the caller."""
+
+from __future__ import annotations
+
+from django.db.models import Prefetch
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from gpufleet.accounts.roles import is_platform_admin
+from gpufleet.api.viewsets import ScopedModelViewSet
+
+from .. import actions
+from ..models import Membership, Tenant, can_manage
+from .serializers import RejectSerializer, TenantCreateSerializer, TenantSerializer, TenantUpdateSerializer
+
+
+class TenantViewSet(ScopedModelViewSet):
+    queryset = Tenant.objects.prefetch_related(
+        Prefetch("memberships", queryset=Membership.objects.select_related("user"))
+    )
+    serializer_class = TenantSerializer
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    def _require_manager(self, tenant: Tenant) -> None:
+        if not can_manage(self.request.user, tenant):
+            raise PermissionDenied("only the tenant's owners and admins, or platform admins, may do this")
+
+    @extend_schema(request=TenantCreateSerializer, responses={201: TenantSerializer})
+    def create(self, request: Request, *args: object, **kwargs: object) -> Response:
+        payload = TenantCreateSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        tenant = actions.request_tenant(requested_by=request.user, **payload.validated_data)
+        return Response(TenantSerializer(self.get_queryset().get(pk=tenant.pk)).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=TenantUpdateSerializer, responses={200: TenantSerializer})
+    def partial_update(self, request: Request, *args: object, **kwargs: object) -> Response:
+        tenant = self.get_object()
+        self._require_manager(tenant)
+        payload = TenantUpdateSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        if "trust_level" in payload.validated_data and not is_platform_admin(request.user):
+            # Trust decides isolation; tenants may not raise their own.
+            raise PermissionDenied("only platform admins may change a tenant's trust level")
+        tenant = actions.update(tenant, **payload.validated_data)
+        return Response(TenantSerializer(self.get_queryset().get(pk=tenant.pk)).data)
+
+    def update(self, request: Request, *args: object, **kwargs: object) -> Response:
+        return self.partial_update(request, *args, **kwargs)
+
+    def destroy(self, request: Request, *args: object, **kwargs: object) -> Response:
+        tenant = self.get_object()
+        self._require_manager(tenant)
+        tenant = actions.delete(tenant)
+        return Response(TenantSerializer(self.get_queryset().get(pk=tenant.pk)).data, status=status.HTTP_202_ACCEPTED)
+
+    def _admin_transition(self, fn, request: Request) -> Response:  # type: ignore[no-untyped-def]
+        tenant = self.get_object()  # 404 first: no hint that an invisible tenant exists
+        if not is_platform_admin(request.user):
+            raise PermissionDenied("only platform admins may do this")
+        tenant = fn(tenant)
+        return Response(TenantSerializer(self.get_queryset().get(pk=tenant.pk)).data)
+
+    @extend_schema(request=None, responses={200: TenantSerializer})
+    @action(detail=True, methods=["post"])
+    def approve(self, request: Request, pk: str | None = None) -> Response:
+        return self._admin_transition(actions.approve, request)
+
+    @extend_schema(request=RejectSerializer, responses={200: TenantSerializer})
+    @action(detail=True, methods=["post"])
+    def reject(self, request: Request, pk: str | None = None) -> Response:
+        payload = RejectSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        return self._admin_transition(
+            lambda t: actions.reject(t, payload.validated_data.get("reason", "")), request
+        )
+
+    @extend_schema(request=None, responses={200: TenantSerializer})
+    @action(detail=True, methods=["post"])
+    def suspend(self, request: Request, pk: str | None = None) -> Response:
+        return self._admin_transition(actions.suspend, request)
+
+    @extend_schema(request=None, responses={200: TenantSerializer})
+    @action(detail=True, methods=["post"])
+    def resume(self, request: Request, pk: str | None = None) -> Response:
+        return self._admin_transition(actions.resume, request)

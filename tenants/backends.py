@@ -1,0 +1,38 @@
+"""Choose the backend named by GPUFLEET_BACKEND."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from infra.backend import Backend
+
+
+def get_backend() -> Backend:
+    name = settings.GPUFLEET_BACKEND
+    if name == "gitops":
+        from infra.gitops import GitOpsBackend
+
+        return GitOpsBackend(settings.GPUFLEET_GITOPS_REPO, settings.GPUFLEET_GITOPS_AUTHOR)
+    if name == "kubernetes":
+        from infra.kube.backend import KubernetesBackend  # type: ignore[import-not-found]
+
+        return KubernetesBackend.from_settings(settings)  # type: ignore[no-any-return]
+    raise ValueError(f"GPUFLEET_BACKEND must be 'gitops' or 'kubernetes' (got {name!r})")
+
+
+def get_schema_registry():  # type: ignore[no-untyped-def]
+    from infra.schemas import SchemaRegistry
+
+    return _registry(settings.GPUFLEET_REFERENCE_DIR, settings.GPUFLEET_KUBERNETES_VERSION)
+
+
+_REGISTRIES: dict[tuple[str, str], object] = {}
+
+
+def _registry(reference_dir: str, version: str):  # type: ignore[no-untyped-def]
+    from infra.schemas import SchemaRegistry
+
+    key = (reference_dir, version)
+    if key not in _REGISTRIES:
+        _REGISTRIES[key] = SchemaRegistry(reference_dir, version)
+    return _REGISTRIES[key]

@@ -1,0 +1,34 @@
+"""gpufleet render (--tenant SLUG | --platform): desired state as one sorted YAML stream."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from infra.manifests import to_yaml_stream
+from tenants.backends import get_schema_registry
+from tenants.reconcile import desired_manifests
+from tenants.render import RenderContext, render_platform
+
+from ._util import get_tenant
+
+
+class Command(BaseCommand):
+    help = "Print the rendered manifests (deterministic, sorted in apply order); nothing is applied."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        group = parser.add_mutually_exclusive_group(required=True)
+        group.add_argument("--tenant", metavar="SLUG")
+        group.add_argument("--platform", action="store_true")
+        parser.add_argument("--validate", action="store_true", help="also validate against upstream schemas")
+
+    def handle(self, *args: object, **opts: object) -> None:
+        ctx = RenderContext.from_settings()
+        if opts["platform"]:
+            manifests = render_platform(ctx)
+        else:
+            manifests = desired_manifests(get_tenant(str(opts["tenant"])), ctx)
+        if opts["validate"]:
+            problems = get_schema_registry().validate(manifests)
+            if problems:
+                raise CommandError("\n".join(map(str, problems)))
+        self.stdout.write(to_yaml_stream(manifests), ending="")

@@ -1,0 +1,150 @@
+"""Level-triggered reconcile of one tenant: load, render all, validate, apply (prune), record.
+
+Never trusts the message that triggered it: it reads the row and acts on what it finds, so running
+it twice, late or concurrently (serialised by a per-tenant lock) is harmless.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from gpufleet.audit.record import record
+from infra.backend import ApplyResult, Backend
+from infra.errors import PermanentError, TransientError
+from infra.manifests import digest, ref
+
+from .actions import _condition
+from .backends import get_backend, get_schema_registry
+from .locks import tenant_lock
+from .models import Phase, Tenant
+from .render import RenderContext, TenantView, render_platform, render_tenant
+
+log = logging.getLogger(__name__)
+
+SKIP_PHASES = {Phase.REQUESTED, Phase.REJECTED, Phase.DELETED}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    tenant: str
+    phase: str
+    result: ApplyResult | None = None
+    problems: tuple[str, ...] = ()
+
+    @property
+    def summary(self) -> str:
+        if self.problems:
+            return f"{self.tenant}: {self.phase}: " + "; ".join(self.problems)
+        if self.result is None:
+            return f"{self.tenant}: {self.phase} (nothing to do)"
+        return f"{self.tenant}: {self.phase} ({self.result.summary()})"
+
+
+def tenant_view(tenant: Tenant) -> TenantView:
+    """Everything render needs about a tenant; other apps add their rows via `view_extras`."""
+    extra: dict[str, object] = {}
+    for contribute in VIEW_EXTRAS:
+        extra.update(contribute(tenant))
+    return TenantView.of(tenant, **extra)
+
+
+# Functions (tenant -> dict) that load the per-tenant data other apps render (quotas, endpoints...).
+VIEW_EXTRAS: list = []
+
+
+def desired_manifests(tenant: Tenant, ctx: RenderContext | None = None) -> list[dict]:
+    return render_tenant(tenant_view(tenant), ctx or RenderContext.from_settings())
+
+
+def _set_status(tenant: Tenant, *, phase: str, conditions: list[dict], **fields: object) -> None:
+    # Only status fields: a spec change made meanwhile bumped `generation`, which we must not clobber.
+    Tenant.objects.filter(pk=tenant.pk).update(phase=phase, conditions=conditions, **fields)
+
+
+def _merge_condition(conditions: list[dict], new: dict) -> list[dict]:
+    old = next((c for c in conditions if c.get("type") == new["type"]), None)
+    if old and old.get("status") == new["status"] and old.get("reason") == new["reason"]:
+        new = {**new, "lastTransitionTime": old.get("lastTransitionTime", new["lastTransitionTime"])}
+    return [c for c in conditions if c.get("type") != new["type"]] + [new]
+
+
+def reconcile_tenant(tenant_id: int, backend: Backend | None = None) -> Outcome:
+    backend = backend or get_backend()
+    with tenant_lock(tenant_id):
+        tenant = Tenant.objects.filter(pk=tenant_id).first()
+        if tenant is None:
+            return Outcome(str(tenant_id), "missing")
+        if tenant.phase in SKIP_PHASES:
+            return Outcome(tenant.slug, tenant.phase)
+        generation = tenant.generation
+        view = tenant_view(tenant)
+        manifests = render_tenant(view, RenderContext.from_settings())
+        problems = get_schema_registry().validate(manifests)
+        if problems:
+            # Never write an object the cluster would reject or silently prune.
+            messages = tuple(str(p) for p in problems[:20])
+            cond = _condition("Ready", "False", "InvalidManifest", "; ".join(messages))
+            _finish(tenant, Phase.FAILED, _merge_condition(tenant.conditions, cond), "tenant.failed")
+            return Outcome(tenant.slug, Phase.FAILED, problems=messages)
+        if tenant.phase == Phase.APPROVED:
+            _set_status(tenant, phase=Phase.PROVISIONING, conditions=tenant.conditions)
+        teardown = tenant.phase == Phase.DEPROVISIONING
+        verb = "deprovision" if teardown else "reconcile"
+        message = f"tenant {tenant.slug}: {verb} generation {generation}"
+        try:
+            if tenant.phase == Phase.APPROVED:
+                # A first tenant needs the platform's shared objects (chart repositories, flavors) too.
+                reconcile_platform(backend)
+            result = backend.apply(tenant.owner, manifests, message=message)
+        except TransientError as exc:
+            cond = _condition("Ready", "False", "Retrying", str(exc))
+            _set_status(tenant, phase=_current_phase(tenant), conditions=_merge_condition(tenant.conditions, cond))
+            raise
+        except PermanentError as exc:
+            cond = _condition("Ready", "False", "ApplyFailed", str(exc))
+            _finish(tenant, Phase.FAILED, _merge_condition(tenant.conditions, cond), "tenant.failed")
+            return Outcome(tenant.slug, Phase.FAILED, problems=(str(exc),))
+        if teardown:
+            phase, cond = Phase.DELETED, _condition("Ready", "False", "Deleted", "all owned objects were pruned")
+        elif tenant.phase == Phase.SUSPENDED:
+            phase, cond = Phase.SUSPENDED, _condition("Ready", "False", "Suspended", "GPU admission stopped")
+        else:
+            phase, cond = Phase.READY, _condition("Ready", "True", "Applied", result.summary())
+        _finish(
+            tenant,
+            phase,
+            _merge_condition(tenant.conditions, cond),
+            f"tenant.{phase}",
+            observed_generation=generation,
+            applied_digest=digest(manifests),
+            applied_objects=[ref(m).key for m in manifests],
+            last_reconciled_at=timezone.now(),
+        )
+        return Outcome(tenant.slug, phase, result)
+
+
+def _current_phase(tenant: Tenant) -> str:
+    return Phase.PROVISIONING if tenant.phase == Phase.APPROVED else tenant.phase
+
+
+def _finish(tenant: Tenant, phase: str, conditions: list[dict], action: str, **fields: object) -> None:
+    """Record status; a phase change is an audited event (actor: the task)."""
+    with transaction.atomic():
+        _set_status(tenant, phase=phase, conditions=conditions, **fields)
+        if phase != tenant.phase:
+            before = tenant.snapshot()
+            tenant.refresh_from_db()
+            record(action, tenant, before=before, after=tenant.snapshot(), tenant_slug=tenant.slug)
+
+
+def reconcile_platform(backend: Backend | None = None) -> ApplyResult:
+    backend = backend or get_backend()
+    manifests = render_platform(RenderContext.from_settings())
+    problems = get_schema_registry().validate(manifests)
+    if problems:
+        raise PermanentError("platform manifests are invalid: " + "; ".join(map(str, problems[:20])))
+    return backend.apply("platform", manifests, message="platform: reconcile cluster-wide objects")

@@ -1,0 +1,281 @@
+"""Desired state of one tenant, as plain manifests. Pure: no I/O, no clock, no randomness.
+
+The same rows in give byte-identical YAML out (see infra.manifests.to_yaml). Other apps add their
+per-tenant objects (quotas, queues, policies) by registering a section with `tenant_section`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from infra.manifests import Manifest, Owner, sort_manifests
+
+from .models import Phase, Tenant
+
+
+@dataclass(frozen=True)
+class RenderContext:
+    """Platform-wide inputs to rendering, read from settings once per reconcile."""
+
+    vcluster_chart_version: str = "0.36.1"
+    vcluster_chart_repo: str = "https://charts.loft.sh"
+    flux_namespace: str = "flux-system"
+    helm_repository: str = "loft"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_settings(cls) -> RenderContext:
+        from django.conf import settings
+
+        return cls(
+            vcluster_chart_version=settings.GPUFLEET_VCLUSTER_CHART_VERSION,
+            vcluster_chart_repo=settings.GPUFLEET_VCLUSTER_CHART_REPO,
+            flux_namespace=settings.GPUFLEET_FLUX_NAMESPACE,
+        )
+
+
+@dataclass(frozen=True)
+class TenantView:
+    """What rendering needs from a tenant row (and nothing it could mutate)."""
+
+    slug: str
+    display_name: str
+    trust_level: str
+    phase: str
+    generation: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, tenant: Tenant, **extra: Any) -> TenantView:
+        return cls(
+            slug=tenant.slug,
+            display_name=tenant.display_name,
+            trust_level=tenant.trust_level,
+            phase=tenant.phase,
+            generation=tenant.generation,
+            extra=extra,
+        )
+
+    @property
+    def namespace(self) -> str:
+        return f"tenant-{self.slug}"
+
+    @property
+    def owner(self) -> Owner:
+        return Owner("tenant", self.slug)
+
+    @property
+    def suspended(self) -> bool:
+        return self.phase == Phase.SUSPENDED
+
+
+Section = Callable[[TenantView, RenderContext], list[Manifest]]
+_SECTIONS: list[tuple[str, Section]] = []
+_PLATFORM_SECTIONS: list[tuple[str, Callable[[RenderContext], list[Manifest]]]] = []
+
+
+def tenant_section(name: str) -> Callable[[Section], Section]:
+    """Register a function that contributes per-tenant objects (called in registration order)."""
+
+    def register(fn: Section) -> Section:
+        if all(existing != name for existing, _ in _SECTIONS):
+            _SECTIONS.append((name, fn))
+        return fn
+
+    return register
+
+
+def platform_section(name: str):  # type: ignore[no-untyped-def]
+    """Register a function that contributes cluster-wide objects owned by the platform."""
+
+    def register(fn):  # type: ignore[no-untyped-def]
+        if all(existing != name for existing, _ in _PLATFORM_SECTIONS):
+            _PLATFORM_SECTIONS.append((name, fn))
+        return fn
+
+    return register
+
+
+def metadata(view: TenantView, name: str, *, namespaced: bool = True, **labels: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if namespaced:
+        meta["namespace"] = view.namespace
+    meta["labels"] = {**view.owner.labels, **labels}
+    return meta
+
+
+def platform_metadata(name: str, namespace: str | None = None, **labels: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if namespace:
+        meta["namespace"] = namespace
+    meta["labels"] = {**Owner("platform").labels, **labels}
+    return meta
+
+
+# --- the foundation's sections -------------------------------------------------------------------
+
+# Pod Security admission for the tenant's host namespace. vCluster syncs tenant pods here, so this
+# is the policy that bounds what a tenant's pods may do on real nodes, whatever RBAC says inside.
+POD_SECURITY = {
+    "untrusted": "restricted",
+    "standard": "baseline",
+    "trusted": "baseline",
+}
+
+# Backstop object counts for the host namespace; GPU quota is Kueue's job (fair share, borrowing).
+QUOTA_HARD = {
+    "pods": "500",
+    "services": "100",
+    "services.loadbalancers": "0",
+    "services.nodeports": "0",
+    "persistentvolumeclaims": "100",
+    "requests.storage": "10Ti",
+}
+GPU_RESOURCES_WHEN_SUSPENDED = ("requests.nvidia.com/gpu",)
+
+
+@tenant_section("namespace")
+def render_namespace(view: TenantView, ctx: RenderContext) -> list[Manifest]:
+    level = POD_SECURITY[view.trust_level]
+    ns = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": metadata(
+            view,
+            view.namespace,
+            namespaced=False,
+            **{
+                "gpufleet.io/trust-level": view.trust_level,
+                "pod-security.kubernetes.io/enforce": level,
+                "pod-security.kubernetes.io/enforce-version": "latest",
+                "pod-security.kubernetes.io/warn": "restricted",
+                "pod-security.kubernetes.io/audit": "restricted",
+            },
+        ),
+    }
+    ns["metadata"]["annotations"] = {
+        "gpufleet.io/display-name": view.display_name,
+        "gpufleet.io/suspended": "true" if view.suspended else "false",
+    }
+    return [ns]
+
+
+@tenant_section("resource-quota")
+def render_quota(view: TenantView, ctx: RenderContext) -> list[Manifest]:
+    hard = dict(QUOTA_HARD)
+    if view.suspended:
+        # Suspension stops admitting GPU work without touching the control plane.
+        hard.update(dict.fromkeys(GPU_RESOURCES_WHEN_SUSPENDED, "0"))
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "metadata": metadata(view, "gpufleet-backstop"),
+            "spec": {"hard": dict(sorted(hard.items()))},
+        }
+    ]
+
+
+@tenant_section("limit-range")
+def render_limit_range(view: TenantView, ctx: RenderContext) -> list[Manifest]:
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "LimitRange",
+            "metadata": metadata(view, "gpufleet-defaults"),
+            "spec": {
+                "limits": [
+                    {
+                        "type": "Container",
+                        "defaultRequest": {"cpu": "100m", "memory": "128Mi"},
+                        "default": {"cpu": "1", "memory": "1Gi"},
+                        "max": {"cpu": "64", "memory": "512Gi"},
+                    }
+                ]
+            },
+        }
+    ]
+
+
+def vcluster_values(view: TenantView, ctx: RenderContext) -> dict[str, Any]:
+    """vcluster.yaml for the tenant (validated against the chart's values.schema.json)."""
+    values: dict[str, Any] = {
+        "controlPlane": {
+            "distro": {"k8s": {"enabled": True}},
+            "statefulSet": {
+                "resources": {
+                    "requests": {"cpu": "200m", "memory": "512Mi"},
+                    "limits": {"memory": "2Gi"},
+                },
+                "labels": dict(view.owner.labels),
+            },
+        },
+        "sync": {"toHost": {"pods": {"enabled": True}}},
+        # KAI Scheduler needs synced pods without owner references (upstream integration guide).
+        "experimental": {"syncSettings": {"setOwner": False}},
+    }
+    for extend in view.extra.get("vcluster_values", []):
+        extend(values)
+    return values
+
+
+@tenant_section("vcluster")
+def render_vcluster(view: TenantView, ctx: RenderContext) -> list[Manifest]:
+    return [
+        {
+            "apiVersion": "helm.toolkit.fluxcd.io/v2",
+            "kind": "HelmRelease",
+            "metadata": metadata(view, "vcluster"),
+            "spec": {
+                "interval": "10m",
+                "releaseName": "vcluster",
+                "targetNamespace": view.namespace,
+                "chart": {
+                    "spec": {
+                        "chart": "vcluster",
+                        "version": ctx.vcluster_chart_version,
+                        "sourceRef": {
+                            "kind": "HelmRepository",
+                            "name": ctx.helm_repository,
+                            "namespace": ctx.flux_namespace,
+                        },
+                        "interval": "1h",
+                    }
+                },
+                "install": {"remediation": {"retries": 3}},
+                "upgrade": {"remediation": {"retries": 3, "remediateLastFailure": True}},
+                "values": vcluster_values(view, ctx),
+            },
+        }
+    ]
+
+
+@platform_section("helm-repositories")
+def render_helm_repositories(ctx: RenderContext) -> list[Manifest]:
+    return [
+        {
+            "apiVersion": "source.toolkit.fluxcd.io/v1",
+            "kind": "HelmRepository",
+            "metadata": platform_metadata(ctx.helm_repository, ctx.flux_namespace),
+            "spec": {"interval": "1h", "url": ctx.vcluster_chart_repo},
+        }
+    ]
+
+
+def render_tenant(view: TenantView, ctx: RenderContext) -> list[Manifest]:
+    """Everything the tenant owns, in apply order. Empty once the tenant is being torn down."""
+    if view.phase in (Phase.DEPROVISIONING, Phase.DELETED, Phase.REQUESTED, Phase.REJECTED):
+        return []
+    manifests: list[Manifest] = []
+    for _, section in _SECTIONS:
+        manifests.extend(section(view, ctx))
+    return sort_manifests(manifests)
+
+
+def render_platform(ctx: RenderContext) -> list[Manifest]:
+    manifests: list[Manifest] = []
+    for _, section in _PLATFORM_SECTIONS:
+        manifests.extend(section(ctx))
+    return sort_manifests(manifests)
