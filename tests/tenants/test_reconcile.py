@@ -1,0 +1,55 @@
+"""Reconcile into a real git repository: ready, idempotent, one commit per change, pruned on delete."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tenants import actions, reconcile
+from tenants.models import Phase, Tenant
+from tests.support import factories
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def commits(repo: Path) -> int:
+    out = subprocess.run(["git", "-C", str(repo), "rev-list", "--count", "HEAD"], capture_output=True, text=True)
+    return int(out.stdout.strip())
+
+
+def tenant_files(repo: Path, slug: str) -> list[str]:
+    folder = repo / "tenants" / slug
+    return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+
+
+def test_approve_reconcile_ready_then_noop_then_update_then_delete(gitops_repo: Path) -> None:
+    tenant = factories.tenant("acme", "standard")
+    actions.approve(tenant)
+    outcome = reconcile.reconcile_tenant(tenant.pk)
+    tenant.refresh_from_db()
+    assert tenant.phase == Phase.READY, outcome.summary
+    assert tenant.observed_generation == tenant.generation == 1
+    files = tenant_files(gitops_repo, "acme")
+    assert "namespace.core_tenant-acme.yaml" in files
+    assert "helmrelease.helm.toolkit.fluxcd.io_tenant-acme_vcluster.yaml" in files
+    first = commits(gitops_repo)
+
+    reconcile.reconcile_tenant(tenant.pk)
+    assert commits(gitops_repo) == first, "a no-op reconcile must not commit"
+
+    actions.update(tenant, display_name="Acme GPUs")
+    reconcile.reconcile_tenant(tenant.pk)
+    assert commits(gitops_repo) == first + 1
+    log = subprocess.run(["git", "-C", str(gitops_repo), "log", "-1", "--format=%s"], capture_output=True, text=True)
+    assert log.stdout.strip() == "tenant acme: reconcile generation 2"
+    tenant.refresh_from_db()
+    assert tenant.observed_generation == 2
+
+    actions.delete(Tenant.objects.get(pk=tenant.pk))
+    reconcile.reconcile_tenant(tenant.pk)
+    tenant.refresh_from_db()
+    assert tenant.phase == Phase.DELETED
+    assert tenant_files(gitops_repo, "acme") == []
+    assert commits(gitops_repo) == first + 2
