@@ -33,6 +33,8 @@ INSTALLED_APPS = [
     "gpufleet.api",
     "gpufleet.portal",
     "tenants",
+    "scheduling",
+    "billing",
 ]
 
 MIDDLEWARE = [

@@ -1,0 +1,1 @@
+"""Billing: measured GPU-seconds, prices, invoices, OpenCost reconciliation, finance exports."""

@@ -1,0 +1,1 @@
+"""Scheduling: GPU models, flavors, quotas, cohorts, queues, inference endpoints, node pools."""

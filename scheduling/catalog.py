@@ -1,0 +1,42 @@
+"""Pure rules of the GPU catalog: resource names and GPU-equivalent weights per flavor mode."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+
+WHOLE, MIG, HAMI = "whole", "mig", "hami"
+MODES = (WHOLE, MIG, HAMI)
+# e.g. 1g.10gb, 3g.40gb, 7g.80gb, 1g.24gb+me
+MIG_PROFILE = re.compile(r"^(?P<slices>[1-7])g\.(?P<mem>\d+)gb(\+me)?$")
+# An A100/H100 has 7 compute slices; a MIG instance's share of the GPU is slices / 7.
+MIG_COMPUTE_SLICES = 7
+WEIGHT_QUANTUM = Decimal("0.0001")
+
+
+def resource_name(mode: str, mig_profile: str = "") -> str:
+    """The extended resource a pod asks for to get one unit of this flavor."""
+    if mode == MIG:
+        return f"nvidia.com/mig-{mig_profile}"
+    # Whole GPUs and HAMi vGPUs are both counted as nvidia.com/gpu; HAMi adds gpumem/gpucores.
+    return "nvidia.com/gpu"
+
+
+def default_weight(mode: str, mig_profile: str = "", memory_percent: int | None = None,
+                   cores_percent: int | None = None) -> Decimal:
+    """GPU-equivalents of one unit: 1 for a whole GPU; compute slices / 7 for MIG; the larger of the
+    memory and core shares for HAMi (a share that pins 50% of memory blocks half a GPU, whatever
+    its compute use)."""
+    if mode == WHOLE:
+        return Decimal(1)
+    if mode == MIG:
+        match = MIG_PROFILE.match(mig_profile)
+        if not match:
+            raise ValueError(f"not a MIG profile: {mig_profile!r} (expected like 3g.40gb)")
+        return (Decimal(match["slices"]) / MIG_COMPUTE_SLICES).quantize(WEIGHT_QUANTUM)
+    if mode == HAMI:
+        share = max(memory_percent or 0, cores_percent or 0)
+        if not 0 < share <= 100:
+            raise ValueError("a HAMi flavor needs a memory or core percentage between 1 and 100")
+        return (Decimal(share) / 100).quantize(WEIGHT_QUANTUM)
+    raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
