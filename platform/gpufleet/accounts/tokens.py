@@ -8,8 +8,6 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from gpufleet.audit.context import _current
-
 from .models import TOKEN_PREFIX, ApiToken, hash_secret
 
 # Writing last_used_at on every request would turn every read into a write; once a minute is plenty.
@@ -37,9 +35,6 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         now = timezone.now()
         if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
             ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-        # The audit context was stamped by middleware before DRF authenticated; add the identity now.
-        actor = _current.get()
-        _current.set(type(actor)(**{**actor.__dict__, "user_id": token.user_id, "token_id": token.pk}))
         return token.user, token
 
     def authenticate_header(self, request: Request) -> str:

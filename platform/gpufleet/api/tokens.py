@@ -9,6 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from gpufleet.accounts.models import ApiToken
+from gpufleet.api.viewsets import AuditActorMixin
 from gpufleet.audit.record import record
 
 
@@ -27,6 +28,7 @@ class ApiTokenSerializer(serializers.ModelSerializer):
 
 
 class ApiTokenViewSet(
+    AuditActorMixin,
     mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin,
     viewsets.GenericViewSet,
 ):

@@ -12,7 +12,23 @@ from django.db.models import QuerySet
 from rest_framework import viewsets
 
 
-class ScopedViewSetMixin:
+class AuditActorMixin:
+    """After DRF authenticates (session, token or a test's forced user), stamp the audit actor.
+
+    Django middleware runs before DRF authentication, so it cannot know a token's user.
+    """
+
+    def initial(self, request: Any, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)  # type: ignore[misc]
+        from gpufleet.accounts.models import ApiToken
+        from gpufleet.audit.context import set_actor
+
+        user = request.user
+        token = request.auth if isinstance(request.auth, ApiToken) else None
+        set_actor(user_id=user.pk if user.is_authenticated else None, token_id=token.pk if token else None)
+
+
+class ScopedViewSetMixin(AuditActorMixin):
     """Subclasses set `queryset`; its manager must offer `for_user(user)`."""
 
     queryset: QuerySet

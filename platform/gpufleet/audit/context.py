@@ -50,5 +50,10 @@ def acting(**fields: object) -> Iterator[Actor]:
         _current.reset(token)
 
 
+def set_actor(**fields: object) -> None:
+    """Amend the current actor for the rest of the enclosing `acting` block (e.g. once DRF knows the user)."""
+    _current.set(replace(_current.get(), **fields))  # type: ignore[arg-type]
+
+
 def new_request_id() -> str:
     return uuid.uuid4().hex

@@ -143,6 +143,7 @@ SPECTACULAR_SETTINGS = {
 
 # --- Celery ---------------------------------------------------------------------------------------
 CELERY_BROKER_URL = env("CELERY_BROKER_URL", "redis://127.0.0.1:6379/0")
+CELERY_TASK_DEFAULT_QUEUE = env("CELERY_TASK_DEFAULT_QUEUE", "celery")
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -163,6 +164,19 @@ GPUFLEET_KUBERNETES_VERSION = env("GPUFLEET_KUBERNETES_VERSION", "1.33")
 GPUFLEET_VCLUSTER_CHART_VERSION = env("GPUFLEET_VCLUSTER_CHART_VERSION", "0.36.1")
 GPUFLEET_VCLUSTER_CHART_REPO = env("GPUFLEET_VCLUSTER_CHART_REPO", "https://charts.loft.sh")
 GPUFLEET_FLUX_NAMESPACE = env("GPUFLEET_FLUX_NAMESPACE", "flux-system")
+
+# --- Scheduling (Kueue, KAI, KEDA, Karpenter) ------------------------------------------------------
+# Prometheus-compatible query endpoint (VictoriaMetrics) that KEDA's triggers and billing read.
+GPUFLEET_METRICS_URL = env("GPUFLEET_METRICS_URL", "http://vmsingle.monitoring.svc:8428")
+GPUFLEET_DEFAULT_COHORT = env("GPUFLEET_DEFAULT_COHORT", "gpufleet")
+GPUFLEET_TOPOLOGY_NAME = env("GPUFLEET_TOPOLOGY_NAME", "gpu-topology")
+# Node labels from the widest to the narrowest domain (block = NVLink/IB domain, rack, host).
+GPUFLEET_TOPOLOGY_LEVELS = env_list(
+    "GPUFLEET_TOPOLOGY_LEVELS", ["gpufleet.io/topology-block", "gpufleet.io/topology-rack", "kubernetes.io/hostname"]
+)
+GPUFLEET_BUSINESS_TIMEZONE = env("GPUFLEET_BUSINESS_TIMEZONE", "UTC")
+GPUFLEET_KARPENTER_NODE_CLASS_GROUP = env("GPUFLEET_KARPENTER_NODE_CLASS_GROUP", "karpenter.k8s.aws")
+GPUFLEET_KARPENTER_NODE_CLASS_KIND = env("GPUFLEET_KARPENTER_NODE_CLASS_KIND", "EC2NodeClass")
 
 LOGGING = {
     "version": 1,

@@ -1,0 +1,65 @@
+"""A real Celery worker process over real Redis, pointed at the test database."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import redis
+from django.conf import settings
+from django.db import connection
+
+from .services import REPO, missing
+
+
+def broker_url() -> str:
+    return os.environ.get("CELERY_BROKER_URL", settings.CELERY_BROKER_URL)
+
+
+def redis_available(url: str) -> bool:
+    try:
+        return bool(redis.Redis.from_url(url, socket_connect_timeout=1).ping())
+    except redis.exceptions.RedisError:
+        return False
+
+
+@contextmanager
+def celery_worker(gitops_repo: Path, log_path: Path) -> Iterator[str]:
+    """Start `celery worker` on a private queue; yield the queue name; stop it."""
+    url = broker_url()
+    if not url.startswith("redis://") or not redis_available(url):
+        missing(f"Redis broker not reachable at {url}")
+    if connection.vendor != "postgresql":
+        missing("the worker test needs PostgreSQL (set DATABASE_URL)")
+    db = connection.settings_dict
+    queue = f"test-{uuid.uuid4().hex[:8]}"
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "gpufleet.settings.test",
+        "DATABASE_URL": f"postgres://{db['USER'] or 'postgres'}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
+        "CELERY_BROKER_URL": url,
+        "CELERY_TASK_DEFAULT_QUEUE": queue,
+        "GPUFLEET_GITOPS_REPO": str(gitops_repo),
+        "GPUFLEET_REFERENCE_DIR": str(settings.GPUFLEET_REFERENCE_DIR),
+        "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "platform")]),
+    }
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "gpufleet", "worker", "--pool=solo", "--concurrency=1",
+             "-Q", queue, "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "INFO"],
+            env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+        )
+    try:
+        yield queue
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -1,0 +1,40 @@
+"""The production profile refuses to start without its secrets, naming the missing variable."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.support.services import REPO
+
+BASE_ENV = {
+    "SECRET_KEY": "x" * 50,
+    "ALLOWED_HOSTS": "gpufleet.example.com",
+    "OIDC_OP_ISSUER": "https://idp.example.com",
+    "OIDC_RP_CLIENT_ID": "gpufleet",
+    "OIDC_RP_CLIENT_SECRET": "s3cret",
+}
+
+
+def load(env: dict[str, str]) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if k not in BASE_ENV}
+    clean.update(env, DJANGO_SETTINGS_MODULE="gpufleet.settings.production",
+                 PYTHONPATH=os.pathsep.join([str(REPO), str(REPO / "platform")]))
+    code = "import django; django.setup(); from django.conf import settings; print(settings.OIDC_OP_TOKEN_ENDPOINT)"
+    return subprocess.run([sys.executable, "-c", code], env=clean, capture_output=True, text=True, cwd=REPO)
+
+
+def test_production_starts_with_everything_set():
+    result = load(BASE_ENV)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "https://idp.example.com/token"
+
+
+@pytest.mark.parametrize("missing", sorted(BASE_ENV))
+def test_production_names_the_missing_variable(missing):
+    result = load({k: v for k, v in BASE_ENV.items() if k != missing})
+    assert result.returncode != 0
+    assert f"{missing} must be set" in result.stderr
