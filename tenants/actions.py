@@ -191,7 +191,7 @@ def add_member(tenant: Tenant, user: Any, role: str) -> Membership:
     if role not in Membership.Role.values:
         raise ActionError({"role": [f"must be one of {', '.join(Membership.Role.values)}"]})
     with transaction.atomic():
-        membership, created = Membership.objects.update_or_create(
+        membership, _ = Membership.objects.update_or_create(
             tenant=tenant, user=user, defaults={"role": role, "source": Membership.Source.LOCAL}
         )
         record("membership.set", membership, after={"user": user.get_username(), "role": role},

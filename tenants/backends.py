@@ -21,7 +21,6 @@ def get_backend() -> Backend:
 
 
 def get_schema_registry():  # type: ignore[no-untyped-def]
-    from infra.schemas import SchemaRegistry
 
     return _registry(settings.GPUFLEET_REFERENCE_DIR, settings.GPUFLEET_KUBERNETES_VERSION)
 

@@ -41,7 +41,9 @@ def celery_worker(gitops_repo: Path, log_path: Path) -> Iterator[str]:
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "gpufleet.settings.test",
-        "DATABASE_URL": f"postgres://{db['USER'] or 'postgres'}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
+        "DATABASE_URL": (
+            f"postgres://{db['USER'] or 'postgres'}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+        ),
         "CELERY_BROKER_URL": url,
         "CELERY_TASK_DEFAULT_QUEUE": queue,
         "GPUFLEET_GITOPS_REPO": str(gitops_repo),

@@ -30,7 +30,7 @@ def test_create_approve_render_reconcile(gitops_repo, eager_tasks):
 
     stream = run("render", "--tenant", "acme")
     docs = [d for d in yaml.safe_load_all(stream) if d]
-    assert [d["kind"] for d in docs][0] == "Namespace"
+    assert docs[0]["kind"] == "Namespace"
     assert stream == run("render", "--tenant", "acme")
     platform = [d for d in yaml.safe_load_all(run("render", "--platform")) if d]
     assert {d["kind"] for d in platform} >= {"HelmRepository"}

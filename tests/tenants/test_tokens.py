@@ -48,7 +48,8 @@ def test_token_actions_are_audited_as_the_token(api):
     api.force_authenticate(alice)
     secret = api.post("/api/v1/tokens/", {"name": "tf"}, format="json").json()["token"]
     bearer = factories_client(secret)
-    assert bearer.post("/api/v1/tenants/", {"slug": "acme", "trust_level": "standard"}, format="json").status_code == 201
+    created = bearer.post("/api/v1/tenants/", {"slug": "acme", "trust_level": "standard"}, format="json")
+    assert created.status_code == 201
     event = AuditEvent.objects.get(action="tenant.request")
     assert event.actor_user == alice
     assert event.actor_token_id == ApiToken.objects.get().pk

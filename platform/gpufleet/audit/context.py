@@ -32,7 +32,10 @@ class Actor:
         return "system"
 
 
-_current: contextvars.ContextVar[Actor] = contextvars.ContextVar("gpufleet_actor", default=Actor())
+# Actor is frozen (immutable), so sharing one default instance is safe.
+_current: contextvars.ContextVar[Actor] = contextvars.ContextVar(
+    "gpufleet_actor", default=Actor()  # noqa: B039
+)
 
 
 def current_actor() -> Actor:

@@ -11,7 +11,7 @@ class AppendOnlyError(Exception):
 
 
 class AuditEventQuerySet(models.QuerySet):
-    def update(self, **kwargs: object) -> int:  # noqa: ARG002 - refuse all bulk edits
+    def update(self, **kwargs: object) -> int:
         raise AppendOnlyError("audit events are append-only")
 
     def delete(self) -> tuple[int, dict[str, int]]:
