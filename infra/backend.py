@@ -16,6 +16,8 @@ class ApplyResult:
     pruned: list[str] = field(default_factory=list)
     # The GitOps backend names the commit it made (None when nothing changed).
     revision: str | None = None
+    # Objects found changed or missing behind gpufleet's back (hand edits), repaired by this apply.
+    drifted: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -25,7 +27,7 @@ class ApplyResult:
         return (
             f"{len(self.created)} created, {len(self.updated)} updated, "
             f"{len(self.unchanged)} unchanged, {len(self.pruned)} pruned"
-        )
+        ) + (f", {len(self.drifted)} drift repaired" if self.drifted else "")
 
 
 class Backend(Protocol):

@@ -25,14 +25,16 @@ class Git:
             "GIT_TERMINAL_PROMPT": "0",
         }
 
-    def run(self, *args: str, input_: str | None = None, check: bool = True) -> str:
+    def run(
+        self, *args: str, input_: str | None = None, check: bool = True, env: dict[str, str] | None = None
+    ) -> str:
         try:
             proc = subprocess.run(
                 ["git", "-C", str(self.path), *args],
                 input=input_,
                 capture_output=True,
                 text=True,
-                env=self.env,
+                env={**self.env, **env} if env else self.env,
                 timeout=120,
             )
         except FileNotFoundError as exc:
@@ -60,6 +62,39 @@ class Git:
         )
         self.run("add", "README.md")
         self.run("commit", "-q", "-m", "gpufleet: initialise desired-state repository")
+
+    def git_dir(self) -> Path:
+        """Where gpufleet keeps private bookkeeping (never part of the tracked tree)."""
+        return self.path / ".git"
+
+    def ref_exists(self, ref: str) -> bool:
+        return bool(self.run("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False).strip())
+
+    def read_blobs(self, shas: list[str]) -> dict[str, bytes]:
+        """Contents of many blobs with one `git cat-file --batch` call."""
+        if not shas:
+            return {}
+        try:
+            proc = subprocess.run(
+                ["git", "-C", str(self.path), "cat-file", "--batch"],
+                input="".join(f"{sha}\n" for sha in shas).encode(),
+                capture_output=True,
+                env=self.env,
+                timeout=120,
+                check=True,
+            )
+        except subprocess.CalledProcessError as exc:
+            raise PermanentError(f"git cat-file failed: {exc.stderr.decode(errors='replace')}") from exc
+        out, blobs, pos = proc.stdout, {}, 0
+        for sha in shas:
+            header_end = out.index(b"\n", pos)
+            _, kind, size = out[pos:header_end].decode().split(" ")
+            if kind != "blob":
+                raise PermanentError(f"git object {sha} is a {kind}, not a file")
+            start = header_end + 1
+            blobs[sha] = out[start : start + int(size)]
+            pos = start + int(size) + 1  # content is followed by a newline
+        return blobs
 
     def head(self) -> str:
         return self.run("rev-parse", "HEAD").strip()

@@ -1,0 +1,35 @@
+"""Small helpers over a real git repository for the GitOps tests."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+
+def git(repo: Path, *args: str) -> str:
+    env_args = ["-c", "user.name=A Human", "-c", "user.email=human@example.test", "-c", "commit.gpgsign=false"]
+    out = subprocess.run(["git", *env_args, "-C", str(repo), *args], capture_output=True, text=True, check=True)
+    return out.stdout
+
+
+def commits(repo: Path, ref: str = "HEAD") -> int:
+    return int(git(repo, "rev-list", "--count", ref).strip())
+
+
+def files_in_commit(repo: Path, commit: str = "HEAD") -> list[str]:
+    return sorted(git(repo, "show", "--no-renames", "--name-only", "--format=", commit).split())
+
+
+def status(repo: Path) -> str:
+    return git(repo, "status", "--porcelain")
+
+
+def config_map(owner: str, name: str, **data: str) -> dict:
+    """A small manifest; its namespace follows the owner like rendered tenant objects do."""
+    namespace = f"tenant-{owner.split(':', 1)[1]}" if owner.startswith("tenant:") else "gpufleet-system"
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": dict(data),
+    }
