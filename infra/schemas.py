@@ -51,7 +51,9 @@ def strict(schema: Any) -> Any:
         "properties" in out
         and "additionalProperties" not in out
         and not out.get(_PRESERVE)
-        and out.get("type", "object") == "object"
+        # Only typed objects: branches of oneOf/anyOf/allOf (Cilium's "endpointSelector or
+        # nodeSelector") list `properties` without a type as mere markers and must stay open.
+        and out.get("type") == "object"
     ):
         out["additionalProperties"] = False
     return out

@@ -6,7 +6,6 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
 
 
 class TrustLevel(models.TextChoices):
@@ -149,3 +148,8 @@ def can_manage(user: Any, tenant: Tenant) -> bool:
 
 
 __all__ = ["LIVE_PHASES", "Membership", "Phase", "Tenant", "TrustLevel", "can_manage", "tenant_role"]
+
+# Isolation policy tables live in their own module; importing them here registers them with the app.
+from .isolation.models import AllocationPolicy, TenantIsolation  # noqa: E402
+
+__all__ += ["AllocationPolicy", "TenantIsolation"]

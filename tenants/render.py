@@ -29,11 +29,20 @@ class RenderContext:
     def from_settings(cls) -> RenderContext:
         from django.conf import settings
 
+        extra: dict[str, Any] = {}
+        for contribute in CONTEXT_EXTRAS:  # other apps' platform-wide inputs (e.g. the GPU catalog)
+            extra.update(contribute())
         return cls(
             vcluster_chart_version=settings.GPUFLEET_VCLUSTER_CHART_VERSION,
             vcluster_chart_repo=settings.GPUFLEET_VCLUSTER_CHART_REPO,
             flux_namespace=settings.GPUFLEET_FLUX_NAMESPACE,
+            extra=extra,
         )
+
+
+# Functions () -> dict that load platform-wide render inputs into RenderContext.extra (read at the edge,
+# once per reconcile, so sections stay pure).
+CONTEXT_EXTRAS: list[Callable[[], dict[str, Any]]] = []
 
 
 @dataclass(frozen=True)
@@ -218,7 +227,13 @@ def vcluster_values(view: TenantView, ctx: RenderContext) -> dict[str, Any]:
     }
     for extend in view.extra.get("vcluster_values", []):
         extend(values)
+    for hook in VCLUSTER_VALUES_HOOKS:  # e.g. tenants.isolation: OIDC, in-cluster RBAC, placement
+        hook(view, ctx, values)
     return values
+
+
+# Pure functions (view, ctx, values) -> None that add to a tenant's vcluster.yaml in place.
+VCLUSTER_VALUES_HOOKS: list[Callable[[TenantView, RenderContext, dict[str, Any]], None]] = []
 
 
 @tenant_section("vcluster")

@@ -1,0 +1,101 @@
+"""Inputs of isolation rendering, read at the edge (settings, DB) so the render functions stay pure.
+
+`settings_extras` feeds RenderContext.extra["isolation"] (platform-wide), `tenant_extras` feeds
+TenantView.extra["isolation"] (one tenant). Without them (a bare TenantView in a test or a preview),
+rendering falls back to the trust level's defaults: the strictest reading of the data it lacks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import policy
+
+
+@dataclass(frozen=True)
+class IsolationSettings:
+    oidc_issuer: str = "https://login.example.com"
+    oidc_client_id: str = "gpufleet-vcluster"
+    oidc_username_claim: str = "preferred_username"
+    oidc_groups_claim: str = "groups"
+    # Prefixes keep OIDC identities apart from the virtual cluster's own users and system groups.
+    oidc_username_prefix: str = "oidc:"
+    oidc_groups_prefix: str = "oidc:"
+    # Group name per tenant role, as the IdP sends it: gpufleet:<slug>:<role>.
+    group_template: str = "gpufleet:{slug}:{role}"
+    server_url_template: str = "https://{slug}.vcluster.example.com"
+    ingress_namespace: str = "ingress-nginx"
+    ingress_labels: tuple[tuple[str, str], ...] = (("app.kubernetes.io/name", "ingress-nginx"),)
+    metadata_cidrs: tuple[str, ...] = ("169.254.169.254/32", "fd00:ec2::254/128")
+
+    def group(self, slug: str, role: str) -> str:
+        return self.group_template.format(slug=slug, role=role)
+
+    def server_url(self, slug: str) -> str:
+        return self.server_url_template.format(slug=slug)
+
+
+@dataclass(frozen=True)
+class TenantIsolationView:
+    allowed_modes: frozenset[str]
+    world_egress: bool
+    egress_cidrs: tuple[str, ...] = ()
+    egress_fqdns: tuple[str, ...] = ()
+    placement: policy.Placement = field(default_factory=lambda: policy.Placement({}, ()))
+
+    @classmethod
+    def defaults(cls, trust_level: str, slug: str) -> TenantIsolationView:
+        return cls(
+            allowed_modes=policy.DEFAULT_MODES.get(trust_level, frozenset()),
+            world_egress=policy.DEFAULT_WORLD_EGRESS.get(trust_level, False),
+            placement=policy.placement(trust_level, slug),
+        )
+
+
+def settings_from(django_settings: Any) -> IsolationSettings:
+    base = IsolationSettings()
+    get = lambda name, default: getattr(django_settings, name, None) or default  # noqa: E731
+    labels = get("GPUFLEET_INGRESS_LABELS", dict(base.ingress_labels))
+    return IsolationSettings(
+        oidc_issuer=get("GPUFLEET_VCLUSTER_OIDC_ISSUER", "") or get("OIDC_OP_ISSUER", base.oidc_issuer),
+        oidc_client_id=get("GPUFLEET_VCLUSTER_OIDC_CLIENT_ID", base.oidc_client_id),
+        oidc_username_claim=get("GPUFLEET_OIDC_USERNAME_CLAIM", base.oidc_username_claim),
+        oidc_groups_claim=get("GPUFLEET_OIDC_GROUPS_CLAIM", base.oidc_groups_claim),
+        server_url_template=get("GPUFLEET_VCLUSTER_URL_TEMPLATE", base.server_url_template),
+        ingress_namespace=get("GPUFLEET_INGRESS_NAMESPACE", base.ingress_namespace),
+        ingress_labels=tuple(sorted(labels.items())),
+    )
+
+
+def settings_extras() -> dict[str, Any]:
+    from django.conf import settings
+
+    return {"isolation": settings_from(settings)}
+
+
+def tenant_extras(tenant: Any) -> dict[str, Any]:
+    from .models import TenantIsolation
+
+    iso = TenantIsolation.objects.filter(tenant_id=tenant.pk).first()
+    return {
+        "isolation": TenantIsolationView(
+            allowed_modes=frozenset(policy.allowed_modes(tenant)),
+            world_egress=policy.level_world_egress(tenant.trust_level),
+            egress_cidrs=tuple(iso.egress_cidrs) if iso else (),
+            egress_fqdns=tuple(iso.egress_fqdns) if iso else (),
+            placement=policy.placement(tenant.trust_level, tenant.slug),
+        )
+    }
+
+
+def of_view(view: Any) -> TenantIsolationView:
+    found = view.extra.get("isolation")
+    return found if isinstance(found, TenantIsolationView) else TenantIsolationView.defaults(
+        view.trust_level, view.slug
+    )
+
+
+def of_ctx(ctx: Any) -> IsolationSettings:
+    found = ctx.extra.get("isolation")
+    return found if isinstance(found, IsolationSettings) else IsolationSettings()

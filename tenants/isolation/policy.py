@@ -1,0 +1,129 @@
+"""Which GPU allocation modes a tenant may use, and where its GPU pods must run.
+
+The defaults below follow DESIGN.md §3 and are seeded into the database (AllocationPolicy rows) by a
+migration; platform admins edit the rows, and may tighten one tenant further (TenantIsolation).
+Everything except `allowed_modes` / `level_modes` is pure.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+WHOLE, MIG, HAMI = "whole", "mig", "hami"
+MODES = (WHOLE, MIG, HAMI)  # same spelling as scheduling.catalog
+
+DEFAULT_MODES: dict[str, frozenset[str]] = {
+    # A whole GPU per pod: no GPU memory, cache or SM is shared with anyone else.
+    "untrusted": frozenset({WHOLE}),
+    # MIG slices are partitioned in hardware (own SMs, L2 slices, memory controllers, fault domain).
+    "standard": frozenset({WHOLE, MIG}),
+    # HAMi shares a GPU with a CUDA-interposing library: limits are software-enforced.
+    "trusted": frozenset({WHOLE, MIG, HAMI}),
+}
+
+# Extended resources (container limits/requests) that select each mode. HAMi's names are its chart
+# defaults (reference dcgm/hami.md); MIG uses the device plugin's `mixed` strategy names.
+MODE_RESOURCES: dict[str, tuple[str, ...]] = {
+    WHOLE: ("nvidia.com/gpu",),
+    MIG: ("nvidia.com/mig-*",),
+    HAMI: ("nvidia.com/gpumem", "nvidia.com/gpumem-percentage", "nvidia.com/gpucores"),
+}
+
+
+def order(modes: Iterable[str]) -> list[str]:
+    """Modes in the canonical order (whole, mig, hami): stable output for YAML and the API."""
+    chosen = set(modes)
+    return [m for m in MODES if m in chosen]
+
+
+def mode_of_resource(resource: str) -> str | None:
+    """The allocation mode a resource name asks for, or None if it is not a GPU resource."""
+    for mode, patterns in MODE_RESOURCES.items():
+        if any(fnmatch.fnmatchcase(resource, p) for p in patterns):
+            return mode
+    return None
+
+
+def forbidden_resources(allowed: Iterable[str]) -> list[str]:
+    """Resource name patterns a pod of a tenant with these allowed modes must not ask for."""
+    allowed = set(allowed)
+    return [p for mode in MODES if mode not in allowed for p in MODE_RESOURCES[mode]]
+
+
+def mode_errors(modes: Any, field: str = "allowed_modes") -> dict[str, list[str]]:
+    """Shape check of a list of modes (used by actions; the subset rules live there)."""
+    if not isinstance(modes, list | tuple) or not all(isinstance(m, str) for m in modes):
+        return {field: ["must be a list of modes"]}
+    unknown = sorted(set(modes) - set(MODES))
+    if unknown:
+        return {field: [f"unknown mode(s) {', '.join(unknown)}; expected some of {', '.join(MODES)}"]}
+    if len(set(modes)) != len(modes):
+        return {field: ["lists a mode twice"]}
+    return {}
+
+
+def effective_modes(level_modes: Iterable[str], override: Iterable[str] | None) -> frozenset[str]:
+    """The tenant's modes: its trust level's, narrowed by its own override (never widened)."""
+    base = frozenset(level_modes)
+    return base if override is None else base & frozenset(override)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a tenant's synced pods must land. Empty for tenants that share the general GPU pool."""
+
+    node_selector: dict[str, str]
+    tolerations: tuple[dict[str, str], ...]
+
+    @property
+    def enforce_tolerations(self) -> list[str]:
+        """vCluster's `sync.toHost.pods.enforceTolerations` syntax: key=value:Effect."""
+        return [f"{t['key']}={t['value']}:{t['effect']}" for t in self.tolerations]
+
+
+DEDICATED_POOL_LABEL = "gpufleet.io/dedicated-tenant"
+
+
+def placement(trust_level: str, slug: str) -> Placement:
+    """Untrusted tenants get nodes of their own: a taint only their pods tolerate, and a selector
+    that keeps their pods off every other node. One label/taint key, valued with the tenant's slug,
+    so the node pool that serves it (scheduling's Karpenter NodePool) can be rendered from the same rule."""
+    if trust_level != "untrusted":
+        return Placement({}, ())
+    return Placement(
+        {DEDICATED_POOL_LABEL: slug},
+        ({"key": DEDICATED_POOL_LABEL, "operator": "Equal", "value": slug, "effect": "NoSchedule"},),
+    )
+
+
+def level_modes(trust_level: str) -> frozenset[str]:
+    """The platform-wide modes of a trust level: the admin-edited row, else the default."""
+    from .models import AllocationPolicy
+
+    row = AllocationPolicy.objects.filter(trust_level=trust_level).first()
+    return frozenset(row.allowed_modes) if row is not None else DEFAULT_MODES.get(trust_level, frozenset())
+
+
+def allowed_modes(tenant: Any) -> set[str]:
+    """GPU allocation modes `tenant` may use: its trust level's policy ∩ its own override.
+
+    The scheduling app uses this for ClusterQueue coverage; the Kyverno policy enforces the same set.
+    """
+    from .models import TenantIsolation
+
+    iso = TenantIsolation.objects.filter(tenant_id=tenant.pk).first()
+    return set(effective_modes(level_modes(tenant.trust_level), iso.allowed_modes if iso else None))
+
+
+# Whether tenants of a level may reach the internet by default (seeded with the modes).
+DEFAULT_WORLD_EGRESS = {"untrusted": False, "standard": True, "trusted": True}
+
+
+def level_world_egress(trust_level: str) -> bool:
+    from .models import AllocationPolicy
+
+    row = AllocationPolicy.objects.filter(trust_level=trust_level).first()
+    return row.world_egress if row is not None else DEFAULT_WORLD_EGRESS.get(trust_level, False)

@@ -1,0 +1,15 @@
+"""Wire isolation into the tenants app (imported from TenantsConfig.ready)."""
+
+from __future__ import annotations
+
+from .. import reconcile, render
+from . import config, kyverno, network, vcluster  # noqa: F401 - importing registers render sections
+
+
+def register() -> None:
+    if config.settings_extras not in render.CONTEXT_EXTRAS:
+        render.CONTEXT_EXTRAS.append(config.settings_extras)
+    if config.tenant_extras not in reconcile.VIEW_EXTRAS:
+        reconcile.VIEW_EXTRAS.append(config.tenant_extras)
+    if vcluster.extend_values not in render.VCLUSTER_VALUES_HOOKS:
+        render.VCLUSTER_VALUES_HOOKS.append(vcluster.extend_values)
