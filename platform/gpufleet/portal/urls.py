@@ -1,12 +1,23 @@
-from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import views
+from .views import admin, auth, tenants, tokens
 
 app_name = "portal"
 
 urlpatterns = [
-    path("", views.home, name="home"),
-    path("login/", views.login, name="login"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("", tenants.tenant_list, name="home"),
+    path("login/", auth.login, name="login"),
+    path("logout/", auth.logout, name="logout"),
+    path("tenants/new/", tenants.tenant_request, name="tenant-request"),
+    path("tenants/<slug:slug>/", tenants.tenant_detail, name="tenant-detail"),
+    path("tenants/<slug:slug>/rename/", tenants.tenant_rename, name="tenant-rename"),
+    path("tenants/<slug:slug>/delete/", tenants.tenant_delete, name="tenant-delete"),
+    path("tenants/<slug:slug>/approve/", admin.tenant_approve, name="tenant-approve"),
+    path("tenants/<slug:slug>/reject/", admin.tenant_reject, name="tenant-reject"),
+    path("tenants/<slug:slug>/suspend/", admin.tenant_suspend, name="tenant-suspend"),
+    path("tenants/<slug:slug>/resume/", admin.tenant_resume, name="tenant-resume"),
+    path("tenants/<slug:slug>/trust-level/", admin.tenant_trust_level, name="tenant-trust-level"),
+    path("approvals/", admin.approvals, name="approvals"),
+    path("tokens/", tokens.token_list, name="tokens"),
+    path("tokens/<int:pk>/revoke/", tokens.token_revoke, name="token-revoke"),
 ]

@@ -28,7 +28,8 @@ class Command(BaseCommand):
         call_command("reconcile", all=True)
         if settings.CELERY_TASK_ALWAYS_EAGER:
             self._start_beat()
-        self.stdout.write(f"gpufleet is serving on http://{addrport}/ (GitOps repo: {settings.GPUFLEET_GITOPS_REPO})")
+        repo = settings.GPUFLEET_GITOPS_REPO
+        self.stdout.write(f"gpufleet is serving on http://{addrport}/ (GitOps repo: {repo})")
         call_command("runserver", addrport, use_reloader=False)
 
     def _start_beat(self) -> None:

@@ -1,0 +1,1 @@
+"""Portal pages, one module per area: sign-in, tenants, platform admin, API tokens."""
