@@ -1,0 +1,450 @@
+"""Every write to billing. One transaction, one AuditEvent; bad input changes nothing.
+
+Callers (CLI, API, portal, Celery tasks) never write billing rows themselves. I/O (VictoriaMetrics,
+OpenCost) happens before an action is called; its results are passed in.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import Sum
+from django.utils import timezone
+
+from gpufleet.audit.record import record
+from scheduling.models import Flavor
+from tenants.errors import ActionError, Conflict
+from tenants.models import Tenant
+
+from . import conf, invoicing
+from .models import Invoice, InvoiceCounter, InvoiceLine, Price, UsageCollection, UsageRecord
+from .periods import check_currency, parse_period, period_bounds
+
+HOUR = timedelta(hours=1)
+
+
+# --- usage ----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Sample:
+    """One measured tenant x flavor x hour, as collection hands it over."""
+
+    tenant: str
+    flavor: str
+    hour: datetime
+    unit_seconds: Decimal
+    gpu_equivalent_seconds: Decimal
+
+
+def _check_window(start: datetime, end: datetime) -> None:
+    errors: dict[str, list[str]] = {}
+    for name, value in (("start", start), ("end", end)):
+        if value.tzinfo is None:
+            errors[name] = ["must carry a time zone (UTC)"]
+        elif value.minute or value.second or value.microsecond:
+            errors[name] = ["must be on a whole hour (usage is stored per hour)"]
+    if not errors and end <= start:
+        errors["end"] = ["must be after start"]
+    if not errors and end > timezone.now() + HOUR:
+        errors["end"] = ["is in the future"]
+    if errors:
+        raise ActionError(errors)
+
+
+def store_usage(start: datetime, end: datetime, samples: Iterable[Sample]) -> UsageCollection:
+    """Replace every usage row of [start, end) with `samples`: collecting a window twice replaces,
+    never adds. Samples of unknown tenants or flavors are counted in `skipped`, not stored."""
+    _check_window(start, end)
+    tenants = dict(Tenant.objects.values_list("slug", "id"))
+    flavors = dict(Flavor.objects.values_list("name", "id"))
+    now = timezone.now()
+    rows: dict[tuple[int, int, datetime], UsageRecord] = {}
+    skipped: dict[str, set[str]] = defaultdict(set)
+    for s in samples:
+        if s.tenant not in tenants:
+            skipped["tenants"].add(s.tenant)
+            continue
+        if s.flavor not in flavors:
+            skipped["flavors"].add(s.flavor)
+            continue
+        if not (start <= s.hour < end) or s.unit_seconds < 0 or s.gpu_equivalent_seconds < 0:
+            raise ActionError({"samples": [f"sample {s.tenant}/{s.flavor}@{s.hour.isoformat()} is outside "
+                                           "the window or negative"]})
+        key = (tenants[s.tenant], flavors[s.flavor], s.hour)
+        if key in rows:  # the measurer should not split an hour; if it does, the parts add up
+            rows[key].unit_seconds += s.unit_seconds
+            rows[key].gpu_equivalent_seconds += s.gpu_equivalent_seconds
+            continue
+        rows[key] = UsageRecord(
+            tenant_id=key[0], flavor_id=key[1], hour=s.hour, unit_seconds=s.unit_seconds,
+            gpu_equivalent_seconds=s.gpu_equivalent_seconds, collected_at=now, window_start=start, window_end=end,
+        )
+    with transaction.atomic():
+        replaced, _ = UsageRecord.objects.filter(hour__gte=start, hour__lt=end).delete()
+        UsageRecord.objects.bulk_create(rows.values(), batch_size=2000)
+        run = UsageCollection.objects.create(
+            window_start=start, window_end=end, collected_at=now, records=len(rows), replaced=replaced,
+            unit_seconds=sum((r.unit_seconds for r in rows.values()), Decimal(0)),
+            skipped={k: sorted(v) for k, v in sorted(skipped.items())},
+        )
+        record("billing.usage.collect", run, after={
+            "window": [start.isoformat(), end.isoformat()], "records": run.records, "replaced": replaced,
+            "unit_seconds": str(run.unit_seconds), "skipped": run.skipped,
+        })
+    return run
+
+
+# --- prices ---------------------------------------------------------------------------------------
+
+def _decimal(value: Any, field: str, errors: dict[str, list[str]]) -> Decimal | None:
+    try:
+        number = Decimal(str(value).strip())
+    except (InvalidOperation, ValueError):
+        errors[field] = [f"must be a decimal number (got {value!r})"]
+        return None
+    if not number.is_finite():
+        errors[field] = ["must be a finite number"]
+        return None
+    if number < 0:
+        errors[field] = ["must not be negative"]
+        return None
+    if number.as_tuple().exponent < -6:  # type: ignore[operator]
+        errors[field] = ["has more than 6 decimal places"]
+        return None
+    return number
+
+
+def _parse_date(value: Any, field: str, errors: dict[str, list[str]]) -> date | None:
+    if value in (None, ""):
+        return timezone.now().date()
+    if isinstance(value, date):
+        return value
+    try:
+        return date.fromisoformat(str(value))
+    except ValueError:
+        errors[field] = [f"must be a date like 2026-01-01 (got {value!r})"]
+        return None
+
+
+def set_price(flavor: Any, per_unit_hour: Any, currency: Any, effective_from: Any = None, *,
+              source: str = Price.Source.ENTERED, opencost_gpu_hourly: Decimal | None = None,
+              markup: Decimal | None = None) -> Price:
+    """A new price for a flavor from a date on. It closes the open-ended price before it; it may not
+    start on or before an existing price's start, nor inside a closed range (overlap)."""
+    errors: dict[str, list[str]] = {}
+    flavor_obj = Flavor.objects.filter(name=flavor).first() if isinstance(flavor, str) else None
+    if flavor_obj is None:
+        errors["flavor"] = [f"unknown flavor {flavor!r}"]
+    amount = _decimal(per_unit_hour, "per_unit_hour", errors)
+    if problem := check_currency(currency):
+        errors["currency"] = [problem]
+    start = _parse_date(effective_from, "effective_from", errors)
+    if errors:
+        raise ActionError(errors)
+    with transaction.atomic():
+        # Lock the flavor row: concurrent price changes for it queue up instead of overlapping.
+        flavor_obj = Flavor.objects.select_for_update().get(pk=flavor_obj.pk)  # type: ignore[union-attr]
+        existing = list(Price.objects.filter(flavor=flavor_obj, currency=currency).order_by("effective_from"))
+        for price in existing:
+            ends = price.effective_to
+            if price.effective_from >= start or (ends is not None and ends > start):  # type: ignore[operator]
+                raise ActionError({"effective_from": [
+                    f"overlaps the {price.per_unit_hour} {currency} price effective "
+                    f"{price.effective_from}..{ends or 'open'}; prices cannot be changed retroactively"]})
+        _check_not_finalized(flavor_obj, currency, start)  # type: ignore[arg-type]
+        previous = existing[-1] if existing and existing[-1].effective_to is None else None
+        if previous is not None:
+            before = previous.snapshot()
+            previous.effective_to = start
+            previous.save(update_fields=["effective_to"])
+            record("billing.price.close", previous, before=before, after=previous.snapshot())
+        price = Price.objects.create(
+            flavor=flavor_obj, currency=currency, per_unit_hour=amount, effective_from=start, source=source,
+            opencost_gpu_hourly=opencost_gpu_hourly, markup=markup,
+        )
+        record("billing.price.set", price, after=price.snapshot())
+    return price
+
+
+def _check_not_finalized(flavor: Flavor, currency: str, start: date) -> None:
+    """A price may not reach into a month whose invoices are already finalized."""
+    period = start.replace(day=1)
+    if Invoice.objects.filter(currency=currency, period__gte=period, state=Invoice.State.FINALIZED,
+                              lines__flavor=flavor).exists():
+        raise ActionError({"effective_from": [
+            f"invoices from {period:%Y-%m} on are finalized for {flavor.name}; choose a later date"]})
+
+
+def derive_price(flavor: Any, currency: Any, opencost_gpu_hourly: Any, markup: Any,
+                 effective_from: Any = None) -> Price:
+    """Price = OpenCost's GPU hourly cost of the flavor's GPU model x the flavor's weight x markup."""
+    errors: dict[str, list[str]] = {}
+    hourly = _decimal(opencost_gpu_hourly, "opencost_gpu_hourly", errors)
+    factor = _decimal(markup, "markup", errors)
+    flavor_obj = Flavor.objects.filter(name=flavor).first() if isinstance(flavor, str) else None
+    if flavor_obj is None:
+        errors["flavor"] = [f"unknown flavor {flavor!r}"]
+    if errors:
+        raise ActionError(errors)
+    amount = (hourly * flavor_obj.weight * factor).quantize(Decimal("0.000001"))  # type: ignore[operator,union-attr]
+    return set_price(flavor, amount, currency, effective_from, source=Price.Source.OPENCOST,
+                     opencost_gpu_hourly=hourly, markup=factor)
+
+
+# --- invoices -------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class OpenCostFigures:
+    cost: Decimal | None
+    gpu_hours: Decimal | None
+
+
+def _billing_currency(currency: str | None) -> str:
+    currency = currency or conf.text("GPUFLEET_BILLING_CURRENCY")
+    if problem := check_currency(currency):
+        raise ActionError({"currency": [problem]})
+    return currency
+
+
+def _usage_rows(tenant: Tenant, start: datetime, end: datetime) -> list[invoicing.UsageRow]:
+    qs = (UsageRecord.objects.filter(tenant=tenant, hour__gte=start, hour__lt=end)
+          .select_related("flavor").order_by("hour"))
+    return [invoicing.UsageRow(r.flavor_id, r.flavor.name, r.hour, r.unit_seconds, r.gpu_equivalent_seconds)
+            for r in qs]
+
+
+def _price_rows(currency: str) -> list[invoicing.PriceRow]:
+    return [invoicing.PriceRow(p.id, p.flavor_id, p.per_unit_hour, p.effective_from, p.effective_to)
+            for p in Price.objects.filter(currency=currency)]
+
+
+def _billed_earlier(tenant: Tenant, period: date, currency: str) -> list[invoicing.BilledFlavor]:
+    """For each finalized earlier invoice: per flavor, what it (and adjustments since) billed vs
+    what the usage rows say now."""
+    out = []
+    earlier = Invoice.objects.filter(tenant=tenant, currency=currency, state=Invoice.State.FINALIZED,
+                                     period__lt=period)
+    for inv in earlier:
+        start, end = period_bounds(inv.period)
+        billed: dict[int, list[Decimal]] = defaultdict(lambda: [Decimal(0), Decimal(0)])
+        prices: dict[int, tuple[Decimal, int | None, str]] = {}
+        for line in InvoiceLine.objects.filter(invoice=inv, kind=InvoiceLine.Kind.USAGE):
+            billed[line.flavor_id][0] += line.unit_seconds
+            billed[line.flavor_id][1] += line.gpu_equivalent_seconds
+            prices.setdefault(line.flavor_id, (line.unit_price, line.price_id, line.flavor_name))
+        for line in InvoiceLine.objects.filter(adjusts=inv, kind=InvoiceLine.Kind.ADJUSTMENT,
+                                               invoice__state=Invoice.State.FINALIZED):
+            billed[line.flavor_id][0] += line.unit_seconds
+            billed[line.flavor_id][1] += line.gpu_equivalent_seconds
+            prices.setdefault(line.flavor_id, (line.unit_price, line.price_id, line.flavor_name))
+        measured = {
+            row["flavor_id"]: (row["s"], row["g"], row["flavor__name"])
+            for row in UsageRecord.objects.filter(tenant=tenant, hour__gte=start, hour__lt=end)
+            .values("flavor_id", "flavor__name").annotate(s=Sum("unit_seconds"), g=Sum("gpu_equivalent_seconds"))
+        }
+        for flavor_id in sorted(set(billed) | set(measured)):
+            m_s, m_g, name = measured.get(flavor_id, (Decimal(0), Decimal(0), ""))
+            b_s, b_g = billed.get(flavor_id, [Decimal(0), Decimal(0)])
+            if m_s == b_s:
+                continue
+            if flavor_id in prices:
+                unit_price, price_id, name = prices[flavor_id]
+            else:  # a flavor the invoice did not bill at all: price it as of that period
+                price = next((p for p in _price_rows(currency) if p.flavor_id == flavor_id
+                              and p.covers(inv.period)), None)
+                if price is None:
+                    raise ActionError({"price": [f"no {currency} price for {name} in {inv.period:%Y-%m}"]})
+                unit_price, price_id = price.per_unit_hour, price.id
+            out.append(invoicing.BilledFlavor(inv.id, inv.number or "", inv.period, flavor_id, name,
+                                              b_s, m_s, m_g, b_g, unit_price, price_id))
+    return out
+
+
+def _fleet_idle(start: datetime, end: datetime) -> tuple[Decimal, Decimal]:
+    """Fleet GPU-equivalent seconds used and offered in the window (flavors partition the fleet)."""
+    used = UsageRecord.objects.filter(hour__gte=start, hour__lt=end).aggregate(
+        g=Sum("gpu_equivalent_seconds"))["g"] or Decimal(0)
+    seconds = Decimal(int((end - start).total_seconds()))
+    capacity = sum((f.capacity * f.weight * seconds for f in Flavor.objects.all()), Decimal(0))
+    return used, capacity
+
+
+def _check_period(period: date) -> None:
+    if period > timezone.now().date().replace(day=1):
+        raise ActionError({"period": [f"{period:%Y-%m} is in the future"]})
+
+
+def draft_invoice(tenant: Tenant, period: Any, currency: str | None = None,
+                  opencost: OpenCostFigures | None = None) -> Invoice | None:
+    """Compute the tenant's invoice for a month from the usage rows. Idempotent: drafting again
+    rebuilds the same draft; a finalized invoice is returned unchanged. None when nothing to bill."""
+    period = parse_period(period)
+    _check_period(period)
+    currency = _billing_currency(currency)
+    start, end = period_bounds(period)
+    with transaction.atomic():
+        tenant = Tenant.objects.select_for_update().get(pk=tenant.pk)
+        live = Invoice.objects.filter(tenant=tenant, period=period, currency=currency).exclude(
+            state=Invoice.State.VOID).first()
+        if live is not None and live.state == Invoice.State.FINALIZED:
+            return live
+        rows = _usage_rows(tenant, start, end)
+        draft = invoicing.usage_lines(rows, _price_rows(currency), start, end, currency)
+        if draft.missing_prices:
+            raise ActionError({"price": [f"no {currency} price for {', '.join(sorted(set(draft.missing_prices))[:5])}"
+                                         + (" ..." if len(set(draft.missing_prices)) > 5 else "")]})
+        draft.lines.extend(invoicing.adjustment_lines(_billed_earlier(tenant, period, currency), currency, UTC))
+        if conf.flag("GPUFLEET_BILLING_IDLE_SHARE"):
+            used, capacity = _fleet_idle(start, end)
+            mine = sum((r.gpu_equivalent_seconds for r in rows), Decimal(0))
+            idle = invoicing.idle_line(draft.lines, mine, used, capacity, start, end, currency)
+            if idle is not None:
+                draft.lines.append(idle)
+        replaced = live if live is not None else Invoice.objects.filter(
+            tenant=tenant, period=period, currency=currency, state=Invoice.State.VOID,
+            reissued_as__isnull=True).order_by("-voided_at").first()
+        if not draft.lines and live is None and replaced is None:
+            return None
+        invoice = live or Invoice(tenant=tenant, period=period, currency=currency, replaces=replaced)
+        before = _snapshot(invoice) if live is not None else None
+        invoice.subtotal = draft.subtotal
+        invoice.total = draft.total
+        if opencost is not None:
+            invoice.opencost_cost, invoice.opencost_gpu_hours = opencost.cost, opencost.gpu_hours
+        invoice.drafted_at = timezone.now()
+        invoice.save()
+        InvoiceLine.objects.filter(invoice=invoice).delete()
+        InvoiceLine.objects.bulk_create([
+            InvoiceLine(invoice=invoice, position=i, kind=line.kind, flavor_id=line.flavor_id,
+                        flavor_name=line.flavor_name, description=line.description[:300],
+                        charge_start=line.charge_start, charge_end=line.charge_end, quantity=line.quantity,
+                        unit_price=line.unit_price, amount=line.amount, unit_seconds=line.unit_seconds,
+                        gpu_equivalent_seconds=line.gpu_equivalent_seconds, price_id=line.price_id,
+                        billed_unit_seconds=line.billed_unit_seconds,
+                        measured_unit_seconds=line.measured_unit_seconds, adjusts_id=line.adjusts_id)
+            for i, line in enumerate(draft.lines, start=1)
+        ])
+        record("billing.invoice.draft", invoice, before=before, after=_snapshot(invoice), tenant_slug=tenant.slug)
+    return invoice
+
+
+def draft_all(period: Any, currency: str | None = None, tenants: Iterable[Tenant] | None = None,
+              opencost: Mapping[str, OpenCostFigures] | None = None) -> list[Invoice]:
+    """Draft every tenant with usage (or a live invoice) in the month, each in its own transaction."""
+    period = parse_period(period)
+    _check_period(period)
+    start, end = period_bounds(period)
+    if tenants is None:
+        ids = set(UsageRecord.objects.filter(hour__gte=start, hour__lt=end).values_list("tenant_id", flat=True))
+        ids |= set(Invoice.objects.filter(period=period).values_list("tenant_id", flat=True))
+        tenants = Tenant.objects.filter(pk__in=ids).order_by("slug")
+    out = []
+    for tenant in tenants:
+        invoice = draft_invoice(tenant, period, currency, (opencost or {}).get(tenant.slug))
+        if invoice is not None:
+            out.append(invoice)
+    return out
+
+
+def _snapshot(invoice: Invoice) -> dict[str, Any]:
+    return {
+        "tenant": invoice.tenant.slug, "period": invoice.period_label, "currency": invoice.currency,
+        "state": invoice.state, "number": invoice.number, "total": str(invoice.total),
+        "content_hash": invoice.content_hash,
+    }
+
+
+def invoice_content(invoice: Invoice) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The canonical content the hash covers."""
+    header = {
+        "number": invoice.number, "tenant": invoice.tenant.slug, "period": invoice.period_label,
+        "currency": invoice.currency, "subtotal": str(invoice.subtotal), "total": str(invoice.total),
+        "finalized_at": invoice.finalized_at.isoformat() if invoice.finalized_at else None,
+        "replaces": invoice.replaces.number if invoice.replaces_id else None,  # type: ignore[union-attr]
+    }
+    lines = [
+        {"position": ln.position, "kind": ln.kind, "flavor": ln.flavor_name, "description": ln.description,
+         "quantity": str(ln.quantity), "unit_price": str(ln.unit_price), "amount": str(ln.amount),
+         "unit_seconds": str(ln.unit_seconds), "gpu_equivalent_seconds": str(ln.gpu_equivalent_seconds),
+         "charge_start": ln.charge_start.isoformat(), "charge_end": ln.charge_end.isoformat()}
+        for ln in invoice.lines.order_by("position")
+    ]
+    return header, lines
+
+
+def finalize(invoice_id: int) -> Invoice:
+    """Freeze a draft: take the next gapless number of the year, hash the content. Finalizing a
+    finalized invoice returns it unchanged (two concurrent calls yield one number)."""
+    with transaction.atomic():
+        invoice = Invoice.objects.select_for_update().select_related("tenant").filter(pk=invoice_id).first()
+        if invoice is None:
+            raise ActionError({"invoice": [f"no invoice {invoice_id}"]})
+        if invoice.state == Invoice.State.FINALIZED:
+            return invoice
+        if invoice.state == Invoice.State.VOID:
+            raise Conflict(f"invoice {invoice.number} is void; reissue it instead")
+        _, end = period_bounds(invoice.period)
+        now = timezone.now()
+        if end > now:
+            raise ActionError({"period": [f"{invoice.period_label} has not ended; it can be finalized from "
+                                          f"{end.date().isoformat()}"]})
+        before = _snapshot(invoice)
+        year = now.year
+        InvoiceCounter.objects.bulk_create([InvoiceCounter(year=year, last=0)], ignore_conflicts=True)
+        counter = InvoiceCounter.objects.select_for_update().get(year=year)
+        counter.last += 1
+        counter.save(update_fields=["last"])
+        invoice.number_year, invoice.number_seq = year, counter.last
+        invoice.number = f"{conf.text('GPUFLEET_INVOICE_PREFIX')}-{year}-{counter.last:06d}"
+        invoice.finalized_at = now
+        invoice.state = Invoice.State.FINALIZED
+        header, lines = invoice_content(invoice)
+        invoice.content_hash = invoicing.content_hash(header, lines)
+        invoice._transition = True  # type: ignore[attr-defined]
+        invoice.save()
+        record("billing.invoice.finalize", invoice, before=before, after=_snapshot(invoice),
+               tenant_slug=invoice.tenant.slug)
+    return invoice
+
+
+def void(invoice_id: int, reason: str) -> Invoice:
+    """Void a finalized invoice (it keeps its number: numbering stays gapless). Reissue afterwards."""
+    if not isinstance(reason, str) or not reason.strip():
+        raise ActionError({"reason": ["is required: say why the invoice is void"]})
+    with transaction.atomic():
+        invoice = Invoice.objects.select_for_update().select_related("tenant").filter(pk=invoice_id).first()
+        if invoice is None:
+            raise ActionError({"invoice": [f"no invoice {invoice_id}"]})
+        if invoice.state == Invoice.State.VOID:
+            return invoice
+        if invoice.state != Invoice.State.FINALIZED:
+            raise Conflict("only finalized invoices can be voided; a draft is simply redrafted")
+        before = _snapshot(invoice)
+        invoice.state, invoice.voided_at, invoice.void_reason = Invoice.State.VOID, timezone.now(), reason.strip()
+        invoice._transition = True  # type: ignore[attr-defined]
+        invoice.save(update_fields=["state", "voided_at", "void_reason"])
+        record("billing.invoice.void", invoice, before=before, after={**_snapshot(invoice), "reason": reason},
+               tenant_slug=invoice.tenant.slug)
+    return invoice
+
+
+def reissue(invoice_id: int, opencost: OpenCostFigures | None = None) -> Invoice:
+    """A new draft for a void invoice's tenant and month, from the usage rows as they are now."""
+    invoice = Invoice.objects.select_related("tenant").filter(pk=invoice_id).first()
+    if invoice is None:
+        raise ActionError({"invoice": [f"no invoice {invoice_id}"]})
+    if invoice.state != Invoice.State.VOID:
+        raise Conflict(f"invoice {invoice.number or invoice.pk} is {invoice.state}; void it before reissuing")
+    try:
+        new = draft_invoice(invoice.tenant, invoice.period, invoice.currency, opencost)
+    except IntegrityError as exc:  # pragma: no cover - a concurrent reissue won
+        raise Conflict("the invoice was reissued concurrently") from exc
+    if new is None:
+        raise Conflict("nothing to bill for this tenant and month")
+    return new

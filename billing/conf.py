@@ -1,0 +1,53 @@
+"""Billing settings. Each is a Django setting when defined there, else read from the environment,
+so the billing app carries its own defaults (documented in docs/billing.md)."""
+
+from __future__ import annotations
+
+import os
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+
+DEFAULTS: dict[str, str] = {
+    # Currency of invoices (prices may be entered in any supported one).
+    "GPUFLEET_BILLING_CURRENCY": "USD",
+    # Supported currencies; all have two minor digits (amounts are quantized to cents).
+    "GPUFLEET_CURRENCIES": "USD,EUR,GBP,CHF,CAD,AUD,SEK,NOK,DKK",
+    "GPUFLEET_INVOICE_PREFIX": "GF",
+    # Share the fleet's idle GPU-hours among tenants in proportion to use (an extra line). Off.
+    "GPUFLEET_BILLING_IDLE_SHARE": "0",
+    # Reconciliation flags a tenant when |measured - OpenCost| GPU-hours exceeds this fraction...
+    "GPUFLEET_RECONCILE_TOLERANCE": "0.05",
+    # ... and this many GPU-hours (small absolute differences are noise, not a finding).
+    "GPUFLEET_RECONCILE_MIN_GPU_HOURS": "0.5",
+    "GPUFLEET_OPENCOST_URL": "",
+    # FOCUS ProviderName / InvoiceIssuerName / PublisherName.
+    "GPUFLEET_BILLING_PROVIDER_NAME": "gpufleet",
+}
+
+
+def raw(name: str) -> Any:
+    if hasattr(settings, name):
+        return getattr(settings, name)
+    value = os.environ.get(name)
+    return DEFAULTS[name] if value in (None, "") else value
+
+
+def text(name: str) -> str:
+    return str(raw(name))
+
+
+def flag(name: str) -> bool:
+    value = raw(name)
+    return value if isinstance(value, bool) else str(value).strip().lower() in {"1", "true", "yes", "on"}
+
+
+def decimal(name: str) -> Decimal:
+    return Decimal(str(raw(name)))
+
+
+def currencies() -> list[str]:
+    value = raw("GPUFLEET_CURRENCIES")
+    items = value if isinstance(value, list | tuple) else str(value).split(",")
+    return [item.strip() for item in items if item.strip()]

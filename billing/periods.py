@@ -1,0 +1,41 @@
+"""Billing months and currencies: parsing and bounds (UTC), with errors that name the field."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime
+from typing import Any
+
+from tenants.errors import ActionError
+
+from . import conf
+
+PERIOD = re.compile(r"^(?P<year>\d{4})-(?P<month>0[1-9]|1[0-2])$")
+CURRENCY = re.compile(r"^[A-Z]{3}$")
+
+
+def parse_period(value: Any) -> date:
+    """'2026-03' (or a date) -> date(2026, 3, 1)."""
+    if isinstance(value, date):
+        return value.replace(day=1)
+    match = PERIOD.match(str(value or ""))
+    if not match:
+        raise ActionError({"period": [f"must be a month like 2026-03 (got {value!r})"]})
+    return date(int(match["year"]), int(match["month"]), 1)
+
+
+def period_bounds(period: date) -> tuple[datetime, datetime]:
+    """[first instant of the month, first instant of the next month) in UTC."""
+    start = datetime(period.year, period.month, 1, tzinfo=UTC)
+    end = datetime(period.year + (period.month == 12), period.month % 12 + 1, 1, tzinfo=UTC)
+    return start, end
+
+
+def check_currency(code: Any) -> str | None:
+    """None when `code` is a currency we bill in, else the reason."""
+    allowed = conf.currencies()
+    if not isinstance(code, str) or not CURRENCY.match(code):
+        return f"must be an ISO 4217 code like USD (got {code!r})"
+    if code not in allowed:
+        return f"unknown currency {code!r}; billing supports {', '.join(allowed)}"
+    return None
