@@ -29,14 +29,21 @@ def is_billing_admin(user: AbstractBaseUser | AnonymousUser | None) -> bool:
     return has_role(user, BILLING_ADMIN) or has_role(user, PLATFORM_ADMIN)
 
 
-def set_platform_roles(user: AbstractBaseUser, roles: set[str]) -> None:
-    """Make the user's platform roles exactly `roles` (other Django groups are left alone)."""
+def set_platform_roles(user: AbstractBaseUser, roles: set[str] | frozenset[str]) -> tuple[set[str], set[str]]:
+    """Make the user's platform roles exactly `roles` (other Django groups are left alone).
+
+    Returns (added, removed) so the caller can audit what changed; unknown role names are ignored.
+    """
     wanted = {r for r in roles if r in PLATFORM_ROLES}
-    for role in PLATFORM_ROLES:
+    current = set(
+        user.groups.filter(name__in=PLATFORM_ROLES).values_list("name", flat=True)  # type: ignore[attr-defined]
+    )
+    added, removed = wanted - current, current - wanted
+    for role in sorted(added):
         group, _ = Group.objects.get_or_create(name=role)
-        if role in wanted:
-            user.groups.add(group)  # type: ignore[attr-defined]
-        else:
-            user.groups.remove(group)  # type: ignore[attr-defined]
+        user.groups.add(group)  # type: ignore[attr-defined]
+    if removed:
+        user.groups.remove(*Group.objects.filter(name__in=removed))  # type: ignore[attr-defined]
     if hasattr(user, "_gpufleet_roles"):
         del user._gpufleet_roles
+    return added, removed

@@ -77,7 +77,8 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTHENTICATION_BACKENDS = [
     "gpufleet.accounts.oidc.GpufleetOIDCBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    # ModelBackend that refuses passwords unless GPUFLEET_PASSWORD_LOGIN (demo and test profiles).
+    "gpufleet.accounts.backends.PasswordBackend",
 ]
 LOGIN_URL = "portal:login"
 LOGIN_REDIRECT_URL = "portal:home"
@@ -113,8 +114,14 @@ def oidc_endpoints(issuer: str) -> dict[str, str]:
 
 globals().update(oidc_endpoints(OIDC_OP_ISSUER))
 OIDC_USE_PKCE = True
+# Seconds for each call to the provider (token, userinfo, JWKS); mozilla-django-oidc waits forever by default.
+OIDC_TIMEOUT = float(env("OIDC_TIMEOUT", "10") or 10)
 OIDC_STORE_ID_TOKEN = True
-OIDC_CALLBACK_CLASS = "mozilla_django_oidc.views.OIDCAuthenticationCallbackView"
+# Our views 404 while no provider is configured and turn a bad callback into a failed sign-in, not a 500.
+OIDC_CALLBACK_CLASS = "gpufleet.accounts.oidc.GpufleetCallbackView"
+OIDC_AUTHENTICATE_CLASS = "gpufleet.accounts.oidc.GpufleetAuthenticationRequestView"
+# Logout ends the Django session, then the provider's (RP-initiated logout at its end-session endpoint).
+OIDC_OP_LOGOUT_URL_METHOD = "gpufleet.accounts.oidc.provider_logout_url"
 # The claim that carries group names, mapped to platform roles and tenant memberships.
 GPUFLEET_OIDC_GROUPS_CLAIM = env("GPUFLEET_OIDC_GROUPS_CLAIM", "groups")
 GPUFLEET_OIDC_USERNAME_CLAIM = env("GPUFLEET_OIDC_USERNAME_CLAIM", "preferred_username")
