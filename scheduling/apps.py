@@ -1,6 +1,18 @@
+"""Scheduling: GPU models, flavors, quotas, cohorts, queues, inference endpoints, node pools."""
 from django.apps import AppConfig
 
 
 class SchedulingConfig(AppConfig):
     name = "scheduling"
     verbose_name = "GPU scheduling"
+
+    def ready(self) -> None:
+        from tenants import reconcile
+        from tenants import render as tenant_render
+
+        from . import inputs, render  # noqa: F401  (registers the render sections)
+
+        if inputs.load_tenant not in reconcile.VIEW_EXTRAS:
+            reconcile.VIEW_EXTRAS.append(inputs.load_tenant)
+        if inputs.load_catalog not in tenant_render.CONTEXT_EXTRAS:
+            tenant_render.CONTEXT_EXTRAS.append(inputs.load_catalog)

@@ -40,3 +40,27 @@ def default_weight(mode: str, mig_profile: str = "", memory_percent: int | None 
             raise ValueError("a HAMi flavor needs a memory or core percentage between 1 and 100")
         return (Decimal(share) / 100).quantize(WEIGHT_QUANTUM)
     raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
+
+
+def units_per_gpu(weight: Decimal) -> int:
+    """How many units of a flavor one physical GPU yields (7 x 1g MIG instances, 4 x 25% HAMi shares)."""
+    if weight <= 0:
+        return 0
+    return int(Decimal(1) / weight)
+
+
+def covered_resources(mode: str, mig_profile: str = "", memory_percent: int | None = None,
+                      cores_percent: int | None = None) -> list[str]:
+    """Every extended resource a pod of this flavor requests. The first is the unit counted by quota;
+    HAMi shares also request core and memory percentages, which the ClusterQueue must cover too."""
+    names = [resource_name(mode, mig_profile)]
+    if mode == HAMI:
+        if cores_percent:
+            names.append(HAMI_CORES)
+        if memory_percent:
+            names.append(HAMI_MEMORY_PERCENT)
+    return names
+
+
+HAMI_CORES = "nvidia.com/gpucores"
+HAMI_MEMORY_PERCENT = "nvidia.com/gpumem-percentage"

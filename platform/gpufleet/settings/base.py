@@ -158,6 +158,8 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 GPUFLEET_RECONCILE_ALL_SECONDS = int(env("GPUFLEET_RECONCILE_ALL_SECONDS", "300") or 300)
+# Fleet sync (scheduling.sync_fleet): re-apply everything, repair and count drift, record a SyncRun.
+GPUFLEET_SYNC_FLEET_SECONDS = int(env("GPUFLEET_SYNC_FLEET_SECONDS", "600") or 600)
 
 # --- Backends -------------------------------------------------------------------------------------
 GPUFLEET_BACKEND = env("GPUFLEET_BACKEND", "gitops")
@@ -171,6 +173,20 @@ GPUFLEET_KUBERNETES_VERSION = env("GPUFLEET_KUBERNETES_VERSION", "1.33")
 GPUFLEET_VCLUSTER_CHART_VERSION = env("GPUFLEET_VCLUSTER_CHART_VERSION", "0.36.1")
 GPUFLEET_VCLUSTER_CHART_REPO = env("GPUFLEET_VCLUSTER_CHART_REPO", "https://charts.loft.sh")
 GPUFLEET_FLUX_NAMESPACE = env("GPUFLEET_FLUX_NAMESPACE", "flux-system")
+
+# --- Tenant isolation (vCluster OIDC, kubeconfig, Cilium) ----------------------------------------------
+# The virtual API servers trust this issuer (default: the portal's) for this client id (kubelogin, PKCE).
+GPUFLEET_VCLUSTER_OIDC_ISSUER = env("GPUFLEET_VCLUSTER_OIDC_ISSUER", "")
+GPUFLEET_VCLUSTER_OIDC_CLIENT_ID = env("GPUFLEET_VCLUSTER_OIDC_CLIENT_ID", "gpufleet-vcluster")
+GPUFLEET_VCLUSTER_URL_TEMPLATE = env("GPUFLEET_VCLUSTER_URL_TEMPLATE", "https://{slug}.vcluster.example.com")
+# PEM file with the CA that signs the vCluster endpoints, when the per-vCluster CA is not known.
+GPUFLEET_VCLUSTER_CA_BUNDLE = env("GPUFLEET_VCLUSTER_CA_BUNDLE", "")
+# Where the ingress controller runs: the only path allowed into a tenant's vCluster API.
+GPUFLEET_INGRESS_NAMESPACE = env("GPUFLEET_INGRESS_NAMESPACE", "ingress-nginx")
+GPUFLEET_INGRESS_LABELS = dict(
+    item.split("=", 1) for item in env_list("GPUFLEET_INGRESS_LABELS", ["app.kubernetes.io/name=ingress-nginx"])
+)
+GPUFLEET_HUBBLE_TIMEOUT_SECONDS = float(env("GPUFLEET_HUBBLE_TIMEOUT_SECONDS", "10") or 10)
 
 # --- Scheduling (Kueue, KAI, KEDA, Karpenter) ------------------------------------------------------
 # Prometheus-compatible query endpoint (VictoriaMetrics) that KEDA's triggers and billing read.

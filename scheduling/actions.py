@@ -1,0 +1,517 @@
+"""Every write to the GPU catalog, quotas, cohorts, node pools and inference endpoints.
+
+One transaction, one AuditEvent, the reconcile enqueued on commit. Validation runs before anything is
+written; bad input raises ActionError naming the field, and then nothing changed and nothing was
+enqueued. Catalog changes (flavors, cohorts, pools, priority classes) touch every tenant's
+ClusterQueue, so they enqueue `reconcile_all`; tenant changes enqueue that tenant's reconcile.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F, Sum
+from django.utils import timezone
+
+from gpufleet.audit.record import record
+from tenants.errors import ActionError, Conflict
+from tenants.models import FINAL_PHASES, LIVE_PHASES, Phase, Tenant
+
+from . import catalog, validation
+from .models import (
+    Cohort,
+    Flavor,
+    GpuModel,
+    GpuNodePool,
+    InferenceEndpoint,
+    PriorityClass,
+    Quota,
+    QuotaChangeRequest,
+    SlaTier,
+    TenantScheduling,
+)
+from .render import REFUSED_METRICS
+
+Errors = dict[str, list[str]]
+ALLOWED_METRICS = ("vllm:num_requests_waiting", "vllm:kv_cache_usage_perc")
+
+
+def _enqueue_all() -> None:
+    from tenants.tasks import reconcile_all
+
+    transaction.on_commit(lambda: reconcile_all.delay())
+
+
+def _enqueue_tenant(tenant: Tenant) -> None:
+    from tenants.tasks import reconcile_tenant
+
+    if tenant.phase in LIVE_PHASES:
+        tenant_id = tenant.pk
+        transaction.on_commit(lambda: reconcile_tenant.delay(tenant_id))
+
+
+def _bump(tenant: Tenant) -> None:
+    """A scheduling change is a change of the tenant's desired state: the generation tells when it is live."""
+    Tenant.objects.filter(pk=tenant.pk).update(generation=F("generation") + 1)
+
+
+def _writable(tenant: Tenant) -> Tenant:
+    tenant = Tenant.objects.select_for_update().get(pk=tenant.pk)
+    if tenant.phase in FINAL_PHASES or tenant.phase == Phase.DEPROVISIONING:
+        raise Conflict(f"tenant '{tenant.slug}' is {tenant.phase} and cannot be changed")
+    return tenant
+
+
+# --- catalog ---------------------------------------------------------------------------------------
+
+
+def create_gpu_model(name: Any, dcgm_model_name: Any, memory_mib: Any, node_label_value: Any = "") -> GpuModel:
+    errors: Errors = {}
+    validation.name(name, "name", errors)
+    if not isinstance(dcgm_model_name, str) or not dcgm_model_name.strip():
+        errors["dcgm_model_name"] = ["is required (the modelName label dcgm-exporter reports)"]
+    memory = validation.count(memory_mib, "memory_mib", errors)
+    if memory == 0:
+        errors["memory_mib"] = ["must be positive"]
+    if not errors and GpuModel.objects.filter(name=name).exists():
+        errors["name"] = [f"GPU model '{name}' already exists"]
+    if errors:
+        raise ActionError(errors)
+    with transaction.atomic():
+        model = GpuModel.objects.create(name=name, dcgm_model_name=dcgm_model_name.strip(), memory_mib=memory,
+                                        node_label_value=str(node_label_value or dcgm_model_name).strip())
+        record("gpu_model.create", model, after={"name": name, "dcgm_model_name": model.dcgm_model_name,
+                                                 "memory_mib": memory})
+    return model
+
+
+def _flavor_fields(mode: Any, mig_profile: Any, memory_percent: Any, cores_percent: Any, errors: Errors) -> dict:
+    if mode not in catalog.MODES:
+        errors["mode"] = [f"must be one of {', '.join(catalog.MODES)}"]
+        return {}
+    fields: dict[str, Any] = {"mode": mode, "mig_profile": "", "memory_percent": None, "cores_percent": None}
+    if mode == catalog.MIG:
+        if not isinstance(mig_profile, str) or not catalog.MIG_PROFILE.match(mig_profile):
+            errors["mig_profile"] = ["a MIG flavor needs a profile like 3g.40gb"]
+        fields["mig_profile"] = mig_profile or ""
+    elif mig_profile:
+        errors["mig_profile"] = ["only MIG flavors have a MIG profile"]
+    if mode == catalog.HAMI:
+        mem = validation.count(memory_percent, "memory_percent", errors, optional=True)
+        cores = validation.count(cores_percent, "cores_percent", errors, optional=True)
+        for field, value in (("memory_percent", mem), ("cores_percent", cores)):
+            if value is not None and not 1 <= value <= 100:
+                errors[field] = ["must be between 1 and 100"]
+        if mem is None and cores is None and not {"memory_percent", "cores_percent"} & set(errors):
+            errors["memory_percent"] = ["a HAMi flavor needs a memory and/or core percentage"]
+        fields.update(memory_percent=mem, cores_percent=cores)
+    elif memory_percent not in (None, "") or cores_percent not in (None, ""):
+        errors["memory_percent" if memory_percent not in (None, "") else "cores_percent"] = [
+            "only HAMi flavors have memory or core percentages"
+        ]
+    return fields
+
+
+def create_flavor(name: Any, *, gpu_model: Any, mode: Any, mig_profile: Any = "", memory_percent: Any = None,
+                  cores_percent: Any = None, capacity: Any = 0, weight: Any = None, overcommit_factor: Any = None,
+                  node_labels: dict | None = None, tolerations: list | None = None,
+                  taints: list | None = None) -> Flavor:
+    """A flavor of an existing GPU model (unknown models are refused: their DCGM name and memory matter
+    for billing, so they are created explicitly with `gpu-model create`)."""
+    errors: Errors = {}
+    validation.name(name, "name", errors)
+    model = GpuModel.objects.filter(name=gpu_model).first() if isinstance(gpu_model, str) else None
+    if model is None:
+        errors["gpu_model"] = [f"unknown GPU model {gpu_model!r}; create it first (gpufleet gpu-model create)"]
+    fields = _flavor_fields(mode, mig_profile, memory_percent, cores_percent, errors)
+    units = validation.count(capacity, "capacity", errors, optional=True) or 0
+    factor = validation.decimal(overcommit_factor, "overcommit_factor", errors, low=Decimal(1),
+                                high=Decimal(10), default=Decimal(1))
+    weight_value = validation.decimal(weight, "weight", errors, low=Decimal("0.0001"), high=Decimal(8),
+                                      default=Decimal(0)) if weight not in (None, "") else None
+    for field, value, kind in (("node_labels", node_labels, dict), ("tolerations", tolerations, list),
+                               ("taints", taints, list)):
+        if value is not None and not isinstance(value, kind):
+            errors[field] = [f"must be a {'mapping' if kind is dict else 'list'}"]
+    if not errors and Flavor.objects.filter(name=name).exists():
+        errors["name"] = [f"flavor '{name}' already exists"]
+    if errors:
+        raise ActionError(errors)
+    if weight_value is None:
+        weight_value = catalog.default_weight(fields["mode"], fields["mig_profile"], fields["memory_percent"],
+                                              fields["cores_percent"])
+    try:
+        with transaction.atomic():
+            flavor = Flavor.objects.create(
+                name=name, gpu_model=model, capacity=units, weight=weight_value, overcommit_factor=factor,
+                node_labels=node_labels or {}, tolerations=tolerations or [], taints=taints or [], **fields,
+            )
+            record("flavor.create", flavor, after=flavor_snapshot(flavor))
+            _enqueue_all()
+    except IntegrityError as exc:
+        raise ActionError({"name": [f"flavor '{name}' already exists"]}) from exc
+    return flavor
+
+
+def flavor_snapshot(flavor: Flavor) -> dict[str, Any]:
+    return {"name": flavor.name, "gpu_model": flavor.gpu_model.name, "mode": flavor.mode,
+            "mig_profile": flavor.mig_profile, "memory_percent": flavor.memory_percent,
+            "cores_percent": flavor.cores_percent, "weight": str(flavor.weight), "capacity": flavor.capacity,
+            "overcommit_factor": str(flavor.overcommit_factor)}
+
+
+def set_flavor_capacity(flavor: Flavor, *, capacity: Any = None, overcommit_factor: Any = None) -> Flavor:
+    """Change entered inventory or the overcommit factor; shrinking below what is promised is refused."""
+    errors: Errors = {}
+    units = validation.count(capacity, "capacity", errors, optional=True)
+    factor = validation.decimal(overcommit_factor, "overcommit_factor", errors, low=Decimal(1),
+                                high=Decimal(10), default=Decimal(0)) if overcommit_factor not in (None, "") else None
+    if errors:
+        raise ActionError(errors)
+    with transaction.atomic():
+        flavor = Flavor.objects.select_for_update().get(pk=flavor.pk)
+        before = flavor_snapshot(flavor)
+        if units is not None:
+            flavor.capacity = units
+        if factor is not None:
+            flavor.overcommit_factor = factor
+        promised = Quota.objects.filter(flavor=flavor).aggregate(n=Sum("nominal"))["n"] or 0
+        limit = allowed_total(flavor)
+        if promised > limit:
+            field = "capacity" if units is not None else "overcommit_factor"
+            raise ActionError({field: [f"tenants hold {promised} units of '{flavor.name}' as nominal quota; "
+                                       f"the new limit would be {limit}"]})
+        flavor.save(update_fields=["capacity", "overcommit_factor"])
+        record("flavor.update", flavor, before=before, after=flavor_snapshot(flavor))
+        _enqueue_all()
+    return flavor
+
+
+def effective_capacity(flavor: Flavor) -> int:
+    """Entered inventory plus what the flavor's Karpenter pools may grow to (GPUs x units per GPU)."""
+    pool_gpus = GpuNodePool.objects.filter(flavor=flavor).aggregate(n=Sum("gpu_limit"))["n"] or 0
+    return flavor.capacity + pool_gpus * catalog.units_per_gpu(flavor.weight)
+
+
+def allowed_total(flavor: Flavor) -> int:
+    """The most nominal quota all tenants together may hold on a flavor."""
+    return int(effective_capacity(flavor) * flavor.overcommit_factor)
+
+
+def create_cohort(name: Any, *, parent: Any = None, fair_sharing_weight: Any = None) -> Cohort:
+    errors: Errors = {}
+    validation.name(name, "name", errors)
+    parent_row = None
+    if parent not in (None, ""):
+        parent_row = Cohort.objects.filter(name=parent).first()
+        if parent_row is None:
+            errors["parent"] = [f"unknown cohort {parent!r}"]
+    weight = validation.decimal(fair_sharing_weight, "fair_sharing_weight", errors, low=Decimal("0"),
+                                high=Decimal(1000), default=Decimal(1))
+    if not errors and Cohort.objects.filter(name=name).exists():
+        errors["name"] = [f"cohort '{name}' already exists"]
+    if errors:
+        raise ActionError(errors)
+    with transaction.atomic():
+        cohort = Cohort.objects.create(name=name, parent=parent_row, fair_sharing_weight=weight)
+        record("cohort.create", cohort, after={"name": name, "parent": parent or "", "weight": str(weight)})
+        _enqueue_all()
+    return cohort
+
+
+def create_node_pool(name: Any, *, flavor: Any, gpu_limit: Any, instance_types: Any = None,
+                     capacity_types: Any = None, node_class: str = "gpu", consolidation_policy: Any = None,
+                     consolidate_after: Any = "1h", allow_underutilized: bool = False) -> GpuNodePool:
+    """A Karpenter GPU NodePool. `WhenEmptyOrUnderutilized` needs allow_underutilized=True and is
+    reported back as a warning (GpuNodePool.warnings): it evicts live inference."""
+    errors: Errors = {}
+    validation.name(name, "name", errors)
+    flavor_row = Flavor.objects.filter(name=flavor).first() if isinstance(flavor, str) else None
+    if flavor_row is None:
+        errors["flavor"] = [f"unknown flavor {flavor!r}"]
+    limit = validation.count(gpu_limit, "gpu_limit", errors)
+    policy = consolidation_policy or GpuNodePool.Consolidation.WHEN_EMPTY
+    if policy not in GpuNodePool.Consolidation.values:
+        errors["consolidation_policy"] = [f"must be one of {', '.join(GpuNodePool.Consolidation.values)}"]
+    elif policy == GpuNodePool.Consolidation.WHEN_EMPTY_OR_UNDERUTILIZED and not allow_underutilized:
+        errors["consolidation_policy"] = [
+            "WhenEmptyOrUnderutilized evicts running GPU pods (live inference); set allow_underutilized "
+            "(CLI --allow-underutilized) to override explicitly"
+        ]
+    if not isinstance(consolidate_after, str) or not validation.re.fullmatch(r"(\d+(s|m|h))+|Never",
+                                                                             consolidate_after):
+        errors["consolidate_after"] = ["must be a duration like 1h or 30m, or Never"]
+    for field, value in (("instance_types", instance_types), ("capacity_types", capacity_types)):
+        if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
+            errors[field] = ["must be a list of strings"]
+    if not errors and GpuNodePool.objects.filter(name=name).exists():
+        errors["name"] = [f"node pool '{name}' already exists"]
+    if errors:
+        raise ActionError(errors)
+    with transaction.atomic():
+        pool = GpuNodePool.objects.create(
+            name=name, flavor=flavor_row, gpu_limit=limit, instance_types=instance_types or [],
+            capacity_types=capacity_types or ["on-demand"], node_class=node_class, consolidation_policy=policy,
+            consolidate_after=consolidate_after, allow_underutilized=bool(allow_underutilized),
+        )
+        record("node_pool.create", pool, after={"name": name, "flavor": flavor, "gpu_limit": limit,
+                                                "consolidation_policy": policy, "warnings": pool.warnings})
+        _enqueue_all()
+    return pool
+
+
+# --- per-tenant settings and quotas ------------------------------------------------------------------
+
+
+def set_tenant_scheduling(tenant: Tenant, *, cohort: Any = None, fair_sharing_weight: Any = None,
+                          priority_class: Any = None) -> TenantScheduling:
+    errors: Errors = {}
+    cohort_row = priority_row = None
+    if cohort not in (None, ""):
+        cohort_row = Cohort.objects.filter(name=cohort).first()
+        if cohort_row is None:
+            errors["cohort"] = [f"unknown cohort {cohort!r}"]
+    if priority_class not in (None, ""):
+        priority_row = PriorityClass.objects.filter(name=priority_class).first()
+        if priority_row is None:
+            names = ", ".join(PriorityClass.objects.values_list("name", flat=True))
+            errors["priority_class"] = [f"unknown priority class {priority_class!r} (one of {names})"]
+    weight = None
+    if fair_sharing_weight not in (None, ""):
+        weight = validation.decimal(fair_sharing_weight, "fair_sharing_weight", errors, low=Decimal(0),
+                                    high=Decimal(1000))
+    if errors:
+        raise ActionError(errors)
+    with transaction.atomic():
+        tenant = _writable(tenant)
+        row, _ = TenantScheduling.objects.select_for_update().get_or_create(tenant=tenant)
+        before = _settings_snapshot(row)
+        if cohort_row is not None:
+            row.cohort = cohort_row
+        if priority_row is not None:
+            row.priority_class = priority_row
+        if weight is not None:
+            row.fair_sharing_weight = weight
+        row.save()
+        after = _settings_snapshot(row)
+        if after != before:
+            _bump(tenant)
+            record("tenant_scheduling.update", row, before=before, after=after, tenant_slug=tenant.slug)
+            _enqueue_tenant(tenant)
+    return row
+
+
+def _settings_snapshot(row: TenantScheduling) -> dict[str, Any]:
+    return {"cohort": row.cohort.name if row.cohort else "", "fair_sharing_weight": str(row.fair_sharing_weight),
+            "priority_class": row.priority_class.name if row.priority_class else ""}
+
+
+def check_quota(tenant: Tenant, flavor: Any, nominal: Any, borrowing_limit: Any,
+                lending_limit: Any) -> tuple[Flavor, int, int | None, int | None]:
+    """Every quota invariant; raises ActionError naming the field. Locks the flavor row (call in a
+    transaction) so two concurrent writers cannot both fit into the last free capacity."""
+    from .policy import allowed_modes
+
+    errors: Errors = {}
+    row = Flavor.objects.select_for_update().filter(name=flavor).first() if isinstance(flavor, str) else None
+    if row is None:
+        errors["flavor"] = [f"unknown flavor {flavor!r}"]
+    elif row.mode not in allowed_modes(tenant):
+        errors["flavor"] = [f"'{row.name}' is a {row.mode} flavor; a {tenant.trust_level} tenant may use only "
+                            f"{', '.join(sorted(allowed_modes(tenant)))} flavors"]
+    n = validation.count(nominal, "nominal", errors)
+    borrow = validation.count(borrowing_limit, "borrowing_limit", errors, optional=True)
+    lend = validation.count(lending_limit, "lending_limit", errors, optional=True)
+    if n is not None and lend is not None and lend > n:
+        errors["lending_limit"] = [f"must not exceed the nominal quota ({lend} > {n})"]
+    if row is not None and n is not None and "flavor" not in errors:
+        others = (Quota.objects.filter(flavor=row).exclude(tenant=tenant).aggregate(s=Sum("nominal"))["s"] or 0)
+        limit = allowed_total(row)
+        if others + n > limit:
+            note = "" if row.overcommit_factor == 1 else f" (capacity x overcommit {row.overcommit_factor})"
+            errors["nominal"] = [
+                f"over capacity: '{row.name}' offers {limit} units{note}, other tenants hold {others}, "
+                f"so at most {max(limit - others, 0)} remain"
+            ]
+    if errors:
+        raise ActionError(errors)
+    assert row is not None and n is not None
+    return row, n, borrow, lend
+
+
+def set_quota(tenant: Tenant, *, flavor: Any, nominal: Any, borrowing_limit: Any = None,
+              lending_limit: Any = None, action: str = "quota.set") -> Quota:
+    """A direct quota edit (platform admins; also what an approved change request applies)."""
+    with transaction.atomic():
+        tenant = _writable(tenant)
+        row, n, borrow, lend = check_quota(tenant, flavor, nominal, borrowing_limit, lending_limit)
+        quota = Quota.objects.select_for_update().filter(tenant=tenant, flavor=row).first()
+        before = quota.spec() if quota else None
+        if quota is None:
+            quota = Quota(tenant=tenant, flavor=row)
+        quota.nominal, quota.borrowing_limit, quota.lending_limit = n, borrow, lend
+        if quota.spec() == before:
+            return quota
+        quota.save()
+        _bump(tenant)
+        record(action, quota, before=before, after=quota.spec(), tenant_slug=tenant.slug)
+        _enqueue_tenant(tenant)
+    return quota
+
+
+# --- reviewed quota changes ----------------------------------------------------------------------
+
+
+def propose_quota_change(tenant: Tenant, *, flavor: Any, nominal: Any, borrowing_limit: Any = None,
+                         lending_limit: Any = None, reason: Any = "", proposed_by: Any = None) -> QuotaChangeRequest:
+    """A tenant admin asks for a quota. Checked now (a hopeless request is refused at once) and again
+    at approval; in GitOps mode a branch `quota/<id>` is proposed on commit."""
+    if not isinstance(reason, str) or len(reason) > 2000:
+        raise ActionError({"reason": ["must be text of at most 2000 characters"]})
+    with transaction.atomic():
+        tenant = _writable(tenant)
+        row, n, borrow, lend = check_quota(tenant, flavor, nominal, borrowing_limit, lending_limit)
+        request = QuotaChangeRequest.objects.create(
+            tenant=tenant, flavor=row, nominal=n, borrowing_limit=borrow, lending_limit=lend, reason=reason,
+            proposed_by=proposed_by if getattr(proposed_by, "pk", None) else None,
+        )
+        request.branch = f"quota/{request.pk}"
+        request.save(update_fields=["branch"])
+        record("quota_request.propose", request, after={**request.spec(), "reason": reason},
+               tenant_slug=tenant.slug)
+        _enqueue_proposal("propose", request.pk)
+    return request
+
+
+def _enqueue_proposal(step: str, request_id: int) -> None:
+    from . import tasks
+
+    task = {"propose": tasks.propose_quota_branch, "approve": tasks.merge_quota_branch,
+            "reject": tasks.discard_quota_branch}[step]
+    transaction.on_commit(lambda: task.delay(request_id))
+
+
+def _pending(request: QuotaChangeRequest, comment: Any) -> QuotaChangeRequest:
+    if not isinstance(comment, str) or len(comment) > 2000:
+        raise ActionError({"comment": ["must be text of at most 2000 characters"]})
+    request = QuotaChangeRequest.objects.select_for_update().get(pk=request.pk)
+    if request.state != QuotaChangeRequest.State.PENDING:
+        raise Conflict(f"quota request {request.pk} is already {request.state}")
+    return request
+
+
+def approve_quota_change(request: QuotaChangeRequest, *, reviewer: Any = None, comment: Any = "") -> QuotaChangeRequest:
+    """Apply the proposed quota (invariants checked again: capacity may have been taken meanwhile)."""
+    with transaction.atomic():
+        request = _pending(request, comment)
+        tenant = _writable(request.tenant)
+        row, n, borrow, lend = check_quota(tenant, request.flavor.name, request.nominal, request.borrowing_limit,
+                                           request.lending_limit)
+        quota = Quota.objects.select_for_update().filter(tenant=tenant, flavor=row).first()
+        before = quota.spec() if quota else None
+        quota = quota or Quota(tenant=tenant, flavor=row)
+        quota.nominal, quota.borrowing_limit, quota.lending_limit = n, borrow, lend
+        quota.save()
+        _bump(tenant)
+        request.state = QuotaChangeRequest.State.APPROVED
+        request.reviewed_by = reviewer if getattr(reviewer, "pk", None) else None
+        request.review_comment = comment
+        request.reviewed_at = timezone.now()
+        request.save(update_fields=["state", "reviewed_by", "review_comment", "reviewed_at"])
+        record("quota_request.approve", request, before=before, after={**request.spec(), "comment": comment},
+               tenant_slug=tenant.slug)
+        # GitOps: merge the proposal branch (one commit on main); otherwise reconcile the tenant.
+        _enqueue_proposal("approve", request.pk)
+    return request
+
+
+def reject_quota_change(request: QuotaChangeRequest, *, reviewer: Any = None, comment: Any = "") -> QuotaChangeRequest:
+    with transaction.atomic():
+        request = _pending(request, comment)
+        request.state = QuotaChangeRequest.State.REJECTED
+        request.reviewed_by = reviewer if getattr(reviewer, "pk", None) else None
+        request.review_comment = comment
+        request.reviewed_at = timezone.now()
+        request.save(update_fields=["state", "reviewed_by", "review_comment", "reviewed_at"])
+        record("quota_request.reject", request, after={**request.spec(), "comment": comment},
+               tenant_slug=request.tenant.slug)
+        _enqueue_proposal("reject", request.pk)
+    return request
+
+
+# --- inference endpoints -------------------------------------------------------------------------
+
+
+def check_triggers(triggers: Any, errors: Errors) -> None:
+    """Tenants may name the metrics they scale on; only vLLM load signals are accepted."""
+    if triggers in (None, []):
+        return
+    if not isinstance(triggers, list):
+        errors["triggers"] = ["must be a list of metric names"]
+        return
+    for item in triggers:
+        metric = item.get("metric") if isinstance(item, dict) else item
+        text = str(metric)
+        if any(refused in text for refused in REFUSED_METRICS):
+            errors["triggers"] = [
+                "DCGM_FI_DEV_GPU_UTIL is refused as a scaling signal: it is a duty cycle (the share of time "
+                "any kernel ran), so one small request keeps it high and it does not grow with load; scale "
+                "on vllm:num_requests_waiting (queue depth) and vllm:kv_cache_usage_perc (0-1) instead"
+            ]
+            return
+        if text not in ALLOWED_METRICS:
+            errors["triggers"] = [f"unknown metric {text!r}; use one of {', '.join(ALLOWED_METRICS)}"]
+            return
+
+
+def create_endpoint(tenant: Tenant, name: Any, *, model: Any, tier: Any, deployment: Any = None,
+                    queue_target: Any = None, kv_cache_target: Any = None, triggers: Any = None) -> InferenceEndpoint:
+    errors: Errors = {}
+    if not isinstance(name, str) or not validation.NAME.match(name) or len(name) > 50:
+        errors["name"] = ["must be a DNS label of at most 50 characters"]
+    if not isinstance(model, str) or not model.strip() or len(model) > 200 or any(c in model for c in '"\\{}\n'):
+        errors["model"] = ["is required: the served model name (no quotes, braces or backslashes)"]
+    deployment = deployment or (name if isinstance(name, str) else "")
+    validation.name(deployment, "deployment", errors)
+    tier_row = SlaTier.objects.filter(name=tier).first() if isinstance(tier, str) else None
+    if tier_row is None:
+        tiers = ", ".join(SlaTier.objects.values_list("name", flat=True))
+        errors["tier"] = [f"unknown SLA tier {tier!r} (one of {tiers})"]
+    target = validation.count(queue_target, "queue_target", errors, optional=True)
+    if target == 0:
+        errors["queue_target"] = ["must be at least 1"]
+    kv = validation.decimal(kv_cache_target, "kv_cache_target", errors, low=Decimal("0.05"), high=Decimal("1"),
+                            default=Decimal("0.8"))
+    check_triggers(triggers, errors)
+    if not errors and InferenceEndpoint.objects.filter(tenant=tenant, name=name).exists():
+        errors["name"] = [f"endpoint '{name}' already exists in tenant '{tenant.slug}'"]
+    if errors:
+        raise ActionError(errors)
+    with transaction.atomic():
+        tenant = _writable(tenant)
+        endpoint = InferenceEndpoint.objects.create(
+            tenant=tenant, name=name, model=model.strip(), deployment=deployment, tier=tier_row,
+            queue_target=target or 5, kv_cache_target=kv,
+        )
+        _bump(tenant)
+        record("endpoint.create", endpoint, after=endpoint_snapshot(endpoint), tenant_slug=tenant.slug)
+        _enqueue_tenant(tenant)
+    return endpoint
+
+
+def endpoint_snapshot(endpoint: InferenceEndpoint) -> dict[str, Any]:
+    return {"name": endpoint.name, "model": endpoint.model, "deployment": endpoint.deployment,
+            "tier": endpoint.tier.name, "queue_target": endpoint.queue_target,
+            "kv_cache_target": str(endpoint.kv_cache_target)}
+
+
+def delete_endpoint(endpoint: InferenceEndpoint) -> None:
+    with transaction.atomic():
+        tenant = _writable(endpoint.tenant)
+        snapshot = endpoint_snapshot(endpoint)
+        record("endpoint.delete", endpoint, before=snapshot, tenant_slug=tenant.slug)
+        endpoint.delete()
+        _bump(tenant)
+        _enqueue_tenant(tenant)

@@ -1,0 +1,66 @@
+"""Preview of a quota change: the rendered diff of every object that would change, and the capacity
+check. Rendering before/after is pure; only loading the rows touches the database."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import replace
+from typing import Any
+
+from django.db.models import Sum
+
+from infra.manifests import Manifest, ref, to_yaml
+from tenants.reconcile import tenant_view
+from tenants.render import RenderContext, render_tenant
+
+from .actions import allowed_total
+from .inputs import QuotaSpec
+from .models import Quota, QuotaChangeRequest
+
+
+def manifest_diff(before: list[Manifest], after: list[Manifest]) -> tuple[list[str], str]:
+    """Keys of the objects that differ, and one unified YAML diff over them (pure)."""
+    old = {ref(m).key: to_yaml(m) for m in before}
+    new = {ref(m).key: to_yaml(m) for m in after}
+    changed = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+    chunks = []
+    for key in changed:
+        chunks.extend(difflib.unified_diff(
+            old.get(key, "").splitlines(keepends=True), new.get(key, "").splitlines(keepends=True),
+            fromfile=f"a/{key}" if key in old else "/dev/null", tofile=f"b/{key}" if key in new else "/dev/null",
+        ))
+    return changed, "".join(chunks)
+
+
+def proposed_manifests(request: QuotaChangeRequest, ctx: RenderContext | None = None) -> tuple[list, list]:
+    """The tenant's objects now and as they would be with the requested quota."""
+    ctx = ctx or RenderContext.from_settings()
+    view = tenant_view(request.tenant)
+    sched = view.extra["scheduling"]
+    quota = QuotaSpec(request.nominal, request.borrowing_limit, request.lending_limit)
+    after_view = replace(view, extra={**view.extra, "scheduling": sched.with_quota(request.flavor.name, quota)})
+    return render_tenant(view, ctx), render_tenant(after_view, ctx)
+
+
+def capacity_check(request: QuotaChangeRequest) -> dict[str, Any]:
+    flavor = request.flavor
+    others = (Quota.objects.filter(flavor=flavor).exclude(tenant=request.tenant)
+              .aggregate(s=Sum("nominal"))["s"] or 0)
+    current = Quota.objects.filter(flavor=flavor, tenant=request.tenant).values_list("nominal", flat=True).first()
+    limit = allowed_total(flavor)
+    return {
+        "flavor": flavor.name,
+        "capacity": limit,
+        "overcommit_factor": str(flavor.overcommit_factor),
+        "held_by_other_tenants": others,
+        "current_nominal": current or 0,
+        "requested_nominal": request.nominal,
+        "fits": others + request.nominal <= limit,
+        "remaining_after": limit - others - request.nominal,
+    }
+
+
+def preview(request: QuotaChangeRequest) -> dict[str, Any]:
+    before, after = proposed_manifests(request)
+    changed, text = manifest_diff(before, after)
+    return {"objects": changed, "diff": text, "capacity": capacity_check(request)}

@@ -1,0 +1,330 @@
+"""Desired Kueue, KAI, Karpenter and KEDA objects. Pure: snapshots in (scheduling.inputs), dicts out.
+
+Platform-owned (cluster-wide): ResourceFlavors, Cohorts, WorkloadPriorityClasses, Topologies, the KAI
+cohort queues and Karpenter NodePools. Tenant-owned: the tenant's ClusterQueue and KAI Queue
+(cluster-scoped but carrying the tenant label, so a quota change touches only the tenant's files),
+the `default` LocalQueue and the KEDA ScaledObjects in the tenant namespace.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from infra.manifests import Manifest
+from tenants.render import (
+    RenderContext,
+    TenantView,
+    metadata,
+    platform_metadata,
+    platform_section,
+    tenant_section,
+)
+
+from .inputs import Catalog, EndpointSpec, FlavorSpec, QuotaSpec, TenantScheduling
+
+KUEUE = "kueue.x-k8s.io/v1beta2"
+KAI = "scheduling.run.ai/v2"
+KAI_TOPOLOGY = "kai.scheduler/v1alpha1"
+KARPENTER = "karpenter.sh/v1"
+KEDA = "keda.sh/v1alpha1"
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
+KAI_QUEUE_LABEL = "kai.scheduler/queue"
+# Metric refused as a scaling signal: DCGM's GPU_UTIL is a duty cycle (any kernel running), not load.
+REFUSED_METRICS = ("DCGM_FI_DEV_GPU_UTIL",)
+
+
+def catalog_of(ctx: RenderContext) -> Catalog:
+    return ctx.extra.get("scheduling") or Catalog()
+
+
+def scheduling_of(view: TenantView) -> TenantScheduling | None:
+    return view.extra.get("scheduling")
+
+
+def number(value: Decimal) -> int | float:
+    """YAML number for a Decimal: an int when whole, so output stays byte-stable and readable."""
+    return int(value) if value == value.to_integral_value() else float(value)
+
+
+def quantity(value: Decimal) -> str:
+    return str(value.normalize()) if value != value.to_integral_value() else str(int(value))
+
+
+def cluster_queue_name(slug: str) -> str:
+    return f"tenant-{slug}"
+
+
+def cohort_queue_name(cohort: str) -> str:
+    return f"cohort-{cohort}"
+
+
+# --- platform objects ------------------------------------------------------------------------------
+
+
+def resource_flavor(flavor: FlavorSpec, cat: Catalog) -> Manifest:
+    labels = dict(flavor.node_labels)
+    if flavor.product_label:
+        labels.setdefault("nvidia.com/gpu.product", flavor.product_label)
+    spec: dict[str, Any] = {}
+    if labels:
+        spec["nodeLabels"] = dict(sorted(labels.items()))
+    if flavor.taints:
+        spec["nodeTaints"] = flavor.taints
+    # Pods of this flavor land on GPU nodes (tainted) and TAS must know they tolerate it.
+    spec["tolerations"] = [{"key": GPU_TAINT["key"], "operator": "Exists", "effect": "NoSchedule"},
+                           *flavor.tolerations]
+    if cat.topology_levels:
+        spec["topologyName"] = cat.topology_name
+    return {
+        "apiVersion": KUEUE,
+        "kind": "ResourceFlavor",
+        "metadata": platform_metadata(flavor.name, **{"gpufleet.io/flavor-mode": flavor.mode}),
+        "spec": spec,
+    }
+
+
+def cohort_names(cat: Catalog) -> list[tuple[str, str, Decimal]]:
+    """Configured cohorts plus the default root every unassigned tenant joins."""
+    cohorts = [(c.name, c.parent, c.weight) for c in cat.cohorts]
+    if all(name != cat.default_cohort for name, _, _ in cohorts):
+        cohorts.append((cat.default_cohort, "", Decimal(1)))
+    return sorted(cohorts)
+
+
+def render_cohort(name: str, parent: str, weight: Decimal) -> Manifest:
+    spec: dict[str, Any] = {"fairSharing": {"weight": quantity(weight)}}
+    if parent:
+        spec["parentName"] = parent
+    return {"apiVersion": KUEUE, "kind": "Cohort", "metadata": platform_metadata(name), "spec": spec}
+
+
+def kai_cohort_queue(name: str, parent: str, weight: Decimal) -> Manifest:
+    # The parent carries no guarantee of its own (-1): its children's quotas are the guarantees, so a
+    # tenant's quota change never rewrites a platform object.
+    spec: dict[str, Any] = {
+        "displayName": f"cohort {name}",
+        "resources": {"gpu": {"quota": -1, "limit": -1, "overQuotaWeight": number(weight)}},
+    }
+    if parent:
+        spec["parentQueue"] = cohort_queue_name(parent)
+    return {"apiVersion": KAI, "kind": "Queue", "metadata": platform_metadata(cohort_queue_name(name)), "spec": spec}
+
+
+def node_pool(pool: Any, cat: Catalog) -> Manifest:
+    flavor = pool.flavor
+    requirements = [
+        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": pool.capacity_types or ["on-demand"]},
+    ]
+    if pool.instance_types:
+        requirements.append(
+            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": sorted(pool.instance_types)}
+        )
+    labels = {**flavor.node_labels, "gpufleet.io/node-pool": pool.name, "gpufleet.io/flavor": flavor.name}
+    return {
+        "apiVersion": KARPENTER,
+        "kind": "NodePool",
+        "metadata": platform_metadata(pool.name),
+        "spec": {
+            "template": {
+                "metadata": {"labels": dict(sorted(labels.items()))},
+                "spec": {
+                    "nodeClassRef": {"group": cat.node_class_group, "kind": cat.node_class_kind,
+                                     "name": pool.node_class},
+                    "requirements": requirements,
+                    "taints": [GPU_TAINT, *[t for t in flavor.taints if t.get("key") != GPU_TAINT["key"]]],
+                },
+            },
+            "limits": {"nvidia.com/gpu": pool.gpu_limit},
+            "disruption": {
+                "consolidationPolicy": pool.consolidation_policy,
+                "consolidateAfter": pool.consolidate_after,
+            },
+        },
+    }
+
+
+@platform_section("scheduling")
+def render_platform_scheduling(ctx: RenderContext) -> list[Manifest]:
+    cat = catalog_of(ctx)
+    out: list[Manifest] = [resource_flavor(f, cat) for f in cat.flavors]
+    for name, parent, weight in cohort_names(cat):
+        out.append(render_cohort(name, parent, weight))
+        out.append(kai_cohort_queue(name, parent, weight))
+    for name, value, description in cat.priority_classes:
+        out.append({"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": platform_metadata(name),
+                    "value": value, "description": description or name})
+    if cat.topology_levels:
+        levels = [{"nodeLabel": label} for label in cat.topology_levels]
+        out.append({"apiVersion": KUEUE, "kind": "Topology", "metadata": platform_metadata(cat.topology_name),
+                    "spec": {"levels": levels}})
+        out.append({"apiVersion": KAI_TOPOLOGY, "kind": "Topology",
+                    "metadata": platform_metadata(cat.topology_name), "spec": {"levels": levels}})
+    out.extend(node_pool(pool, cat) for pool in cat.node_pools)
+    return out
+
+
+# --- tenant objects --------------------------------------------------------------------------------
+
+
+def allowed_flavors(cat: Catalog, sched: TenantScheduling) -> list[FlavorSpec]:
+    """The flavors the tenant's trust level allows, whole GPUs first (Kueue tries flavors in order)."""
+    order = {"whole": 0, "mig": 1, "hami": 2}
+    return sorted((f for f in cat.flavors if f.mode in sched.allowed_modes), key=lambda f: (order[f.mode], f.name))
+
+
+def resource_groups(flavors: list[FlavorSpec], quotas: dict[str, QuotaSpec], *, cohort: bool) -> list[dict]:
+    """One group per counted resource (nvidia.com/gpu, each MIG profile). Kueue requires every flavor of
+    a group to list every covered resource, so a whole GPU lists HAMi's percentages with quota 0."""
+    groups: dict[str, list[FlavorSpec]] = {}
+    for flavor in flavors:
+        groups.setdefault(flavor.resource, []).append(flavor)
+    out = []
+    for members in groups.values():
+        covered: list[str] = []
+        for flavor in members:
+            covered.extend(r for r in flavor.resources if r not in covered)
+        entries = []
+        for flavor in members:
+            quota = quotas.get(flavor.name, QuotaSpec(0))
+            resources = []
+            for resource in covered:
+                scale = flavor.per_unit(resource) if resource in flavor.resources else 0
+                item: dict[str, Any] = {"name": resource, "nominalQuota": quota.nominal * scale}
+                # Kueue accepts borrowing and lending limits only for queues in a cohort.
+                if cohort and quota.borrowing_limit is not None:
+                    item["borrowingLimit"] = quota.borrowing_limit * scale
+                if cohort and quota.lending_limit is not None:
+                    item["lendingLimit"] = quota.lending_limit * scale
+                resources.append(item)
+            entries.append({"name": flavor.name, "resources": resources})
+        out.append({"coveredResources": covered, "flavors": entries})
+    return out
+
+
+def cluster_queue(view: TenantView, cat: Catalog, sched: TenantScheduling) -> Manifest:
+    flavors = allowed_flavors(cat, sched)
+    spec: dict[str, Any] = {
+        "cohortName": sched.cohort,
+        # Only the tenant's own host namespace may submit to its queue.
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": view.namespace}},
+        "queueingStrategy": "BestEffortFIFO",
+        "fairSharing": {"weight": quantity(sched.weight)},
+        "preemption": {
+            # Get lent quota back from borrowers; borrow by preempting lower-priority work in the cohort;
+            # inside the queue, higher priority preempts lower.
+            "reclaimWithinCohort": "Any",
+            "borrowWithinCohort": {"policy": "LowerPriority",
+                                   "maxPriorityThreshold": cat.priority_value(sched.priority_class)},
+            "withinClusterQueue": "LowerPriority",
+        },
+        "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"},
+        "resourceGroups": resource_groups(flavors, sched.quotas, cohort=bool(sched.cohort)),
+    }
+    if view.suspended:
+        spec["stopPolicy"] = "Hold"
+    meta = metadata(view, cluster_queue_name(view.slug), namespaced=False)
+    meta["annotations"] = {"gpufleet.io/priority-class": sched.priority_class}
+    return {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": meta, "spec": spec}
+
+
+def gpu_equivalents(flavors: list[FlavorSpec], quotas: dict[str, QuotaSpec]) -> tuple[Decimal, Decimal | None]:
+    """KAI counts GPUs: quota = sum(nominal x weight); limit = sum((nominal + borrowing) x weight), or
+    None (no limit) when any allowed flavor may borrow without limit."""
+    quota, limit = Decimal(0), Decimal(0)
+    unlimited = False
+    for flavor in flavors:
+        q = quotas.get(flavor.name, QuotaSpec(0))
+        quota += q.nominal * flavor.weight
+        if q.borrowing_limit is None:
+            unlimited = True
+        else:
+            limit += (q.nominal + q.borrowing_limit) * flavor.weight
+    return quota, None if unlimited else limit
+
+
+def kai_queue(view: TenantView, cat: Catalog, sched: TenantScheduling) -> Manifest:
+    quota, limit = gpu_equivalents(allowed_flavors(cat, sched), sched.quotas)
+    if view.suspended:
+        quota, limit = Decimal(0), Decimal(0)
+    unbounded = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
+    return {
+        "apiVersion": KAI,
+        "kind": "Queue",
+        "metadata": metadata(view, cluster_queue_name(view.slug), namespaced=False),
+        "spec": {
+            "displayName": view.display_name,
+            "parentQueue": cohort_queue_name(sched.cohort),
+            "priority": cat.priority_value(sched.priority_class),
+            "resources": {
+                "gpu": {"quota": number(quota), "limit": -1 if limit is None else number(limit),
+                        "overQuotaWeight": number(sched.weight)},
+                "cpu": unbounded,
+                "memory": unbounded,
+            },
+        },
+    }
+
+
+def prometheus_trigger(cat: Catalog, name: str, query: str, threshold: str) -> dict[str, Any]:
+    return {
+        "type": "prometheus",
+        "name": name,
+        "metadata": {"serverAddress": cat.metrics_url, "query": query, "threshold": threshold,
+                     "activationThreshold": "0"},
+    }
+
+
+def scaled_object(view: TenantView, cat: Catalog, endpoint: EndpointSpec) -> Manifest:
+    selector = f'namespace="{view.namespace}",model_name="{endpoint.model}"'
+    triggers = [
+        # Queue depth: requests waiting for a batch slot, summed over replicas (target is per replica).
+        prometheus_trigger(cat, "queue-depth", f"sum(vllm:num_requests_waiting{{{selector}}})",
+                           str(endpoint.queue_target)),
+        # KV-cache use is a 0-1 fraction; scale out before it is full and requests start preempting.
+        prometheus_trigger(cat, "kv-cache", f"avg(vllm:kv_cache_usage_perc{{{selector}}})",
+                           quantity(endpoint.kv_cache_target)),
+    ]
+    if endpoint.prewarm_start and endpoint.prewarm_end:
+        triggers.append({
+            "type": "cron",
+            "name": "business-hours-prewarm",
+            "metadata": {"timezone": cat.business_timezone, "start": endpoint.prewarm_start,
+                         "end": endpoint.prewarm_end, "desiredReplicas": str(endpoint.prewarm_replicas)},
+        })
+    meta = metadata(view, f"endpoint-{endpoint.name}", **{"gpufleet.io/sla-tier": endpoint.tier})
+    if view.suspended:
+        # KEDA holds the target at 0 replicas while the tenant is suspended.
+        meta["annotations"] = {"autoscaling.keda.sh/paused-replicas": "0"}
+    return {
+        "apiVersion": KEDA,
+        "kind": "ScaledObject",
+        "metadata": meta,
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": endpoint.deployment},
+            "pollingInterval": endpoint.polling_seconds,
+            "cooldownPeriod": endpoint.cooldown_seconds,
+            "minReplicaCount": endpoint.min_replicas,
+            "maxReplicaCount": endpoint.max_replicas,
+            "triggers": triggers,
+        },
+    }
+
+
+@tenant_section("scheduling")
+def render_tenant_scheduling(view: TenantView, ctx: RenderContext) -> list[Manifest]:
+    sched = scheduling_of(view)
+    if sched is None:
+        return []
+    cat = catalog_of(ctx)
+    local_queue = {
+        "apiVersion": KUEUE,
+        "kind": "LocalQueue",
+        # Named `default`: Kueue's LocalQueueDefaulting admits jobs without a queue-name label here.
+        "metadata": metadata(view, "default"),
+        "spec": {"clusterQueue": cluster_queue_name(view.slug)},
+    }
+    out = [cluster_queue(view, cat, sched), local_queue, kai_queue(view, cat, sched)]
+    out.extend(scaled_object(view, cat, endpoint) for endpoint in sched.endpoints)
+    return out

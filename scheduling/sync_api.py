@@ -1,0 +1,32 @@
+"""`GET /api/v1/sync/`: the latest fleet sync run (platform admins only), with recent history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from gpufleet.api.permissions import IsPlatformAdmin
+from gpufleet.api.viewsets import AuditActorMixin
+
+from .models_sync import SyncRun
+
+HISTORY = 10
+
+
+class SyncStatusView(AuditActorMixin, APIView):
+    permission_classes = [IsPlatformAdmin]
+
+    @extend_schema(summary="Latest GitOps sync status: last run, drift repaired, errors", responses=dict)
+    def get(self, request: Request) -> Response:
+        runs = list(SyncRun.objects.order_by("-started", "-id")[:HISTORY])
+        body: dict[str, Any] = {
+            "latest": runs[0].as_status() if runs else None,
+            "last_success": next((r.finished.isoformat() for r in runs if r.state == SyncRun.State.OK
+                                  and r.finished), None),
+            "history": [r.as_status() for r in runs],
+        }
+        return Response(body)

@@ -1,0 +1,68 @@
+"""Thin Celery entry points for quota proposals. They take ids, re-read the row and are idempotent."""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+from django.conf import settings
+
+from gpufleet.audit.context import acting
+from infra.errors import PermanentError
+
+from .models import QuotaChangeRequest
+
+log = logging.getLogger(__name__)
+
+
+def _gitops() -> bool:
+    return settings.GPUFLEET_BACKEND == "gitops"
+
+
+@shared_task(name="scheduling.propose_quota_branch", acks_late=True)
+def propose_quota_branch(request_id: int) -> str:
+    """GitOps: (re)write branch quota/<id> with the tenant's objects as the change would make them."""
+    from . import proposals
+
+    with acting(task="scheduling.propose_quota_branch", user_id=None, token_id=None):
+        request = QuotaChangeRequest.objects.select_related("tenant", "flavor").filter(pk=request_id).first()
+        if request is None or request.state != QuotaChangeRequest.State.PENDING or not _gitops():
+            return "nothing to do"
+        try:
+            return proposals.propose(request)
+        except PermanentError as exc:  # e.g. no main yet: the DB request stands, approval reconciles
+            log.warning("quota request %s: no proposal branch: %s", request_id, exc)
+            return f"no branch: {exc}"
+
+
+@shared_task(name="scheduling.merge_quota_branch", acks_late=True)
+def merge_quota_branch(request_id: int) -> str:
+    """Approved: GitOps merges the proposal (one commit on main); then the tenant is reconciled."""
+    from tenants.tasks import reconcile_tenant
+
+    from . import proposals
+
+    with acting(task="scheduling.merge_quota_branch", user_id=None, token_id=None):
+        request = QuotaChangeRequest.objects.select_related("tenant", "flavor").filter(pk=request_id).first()
+        if request is None or request.state != QuotaChangeRequest.State.APPROVED:
+            return "nothing to do"
+        result = "reconciled"
+        if _gitops():
+            try:
+                result = proposals.merge(request)
+            except PermanentError as exc:
+                log.warning("quota request %s: merge failed, reconciling instead: %s", request_id, exc)
+        # Records status and observed generation; a no-op on main when the merge already wrote the files.
+        reconcile_tenant.delay(request.tenant_id)
+        return result
+
+
+@shared_task(name="scheduling.discard_quota_branch", acks_late=True)
+def discard_quota_branch(request_id: int) -> str:
+    from . import proposals
+
+    with acting(task="scheduling.discard_quota_branch", user_id=None, token_id=None):
+        request = QuotaChangeRequest.objects.filter(pk=request_id).first()
+        if request is None or request.state != QuotaChangeRequest.State.REJECTED or not _gitops():
+            return "nothing to do"
+        return proposals.discard(request)

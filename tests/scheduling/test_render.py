@@ -1,0 +1,129 @@
+"""Every rendered scheduling object validates against the strict upstream CRDs; trust levels decide
+which flavors a ClusterQueue covers; the numbers in Kueue and KAI agree."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from infra.manifests import to_yaml_stream
+from scheduling import actions
+from scheduling.render import KUEUE
+from tenants.backends import get_schema_registry
+from tenants.reconcile import desired_manifests
+from tenants.render import RenderContext, render_platform
+from tests.support.services import need_reference
+
+pytestmark = pytest.mark.django_db
+
+
+def by_kind(manifests: list[dict], kind: str, api_prefix: str = "") -> list[dict]:
+    return [m for m in manifests if m["kind"] == kind and m["apiVersion"].startswith(api_prefix)]
+
+
+def covered(cluster_queue: dict) -> set[str]:
+    return {r for group in cluster_queue["spec"]["resourceGroups"] for r in group["coveredResources"]}
+
+
+def test_three_trust_levels_and_three_tiers_render_and_validate(fleet, tenants) -> None:
+    need_reference()
+    actions.create_cohort("research")
+    actions.create_node_pool("h100-pool", flavor="h100", gpu_limit=8, instance_types=["p5.48xlarge"])
+    actions.set_tenant_scheduling(tenants["trusted"], cohort="research", fair_sharing_weight="2",
+                                  priority_class="high")
+    actions.set_quota(tenants["untrusted"], flavor="h100", nominal=4, borrowing_limit=2, lending_limit=1)
+    actions.set_quota(tenants["standard"], flavor="h100-3g", nominal=7)
+    actions.set_quota(tenants["trusted"], flavor="h100-quarter", nominal=8, borrowing_limit=4)
+    for tier in ("critical", "standard", "batch"):
+        actions.create_endpoint(tenants["trusted"], f"llm-{tier}", model="meta-llama/Llama-3.1-8B", tier=tier)
+    registry = get_schema_registry()
+    platform = render_platform(RenderContext.from_settings())
+    everything = list(platform)
+    for tenant in tenants.values():
+        everything.extend(desired_manifests(tenant))
+    assert registry.validate(everything) == []
+    kinds = {m["kind"] for m in everything}
+    assert {"ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass", "Topology",
+            "Queue", "NodePool", "ScaledObject"} <= kinds
+    assert len(by_kind(everything, "Topology")) == 2  # Kueue's and KAI's
+    scaled = {m["metadata"]["name"]: m["spec"] for m in by_kind(everything, "ScaledObject")}
+    assert scaled["endpoint-llm-critical"]["minReplicaCount"] == 1
+    assert scaled["endpoint-llm-standard"]["minReplicaCount"] == 0
+    assert [t["type"] for t in scaled["endpoint-llm-standard"]["triggers"]] == ["prometheus", "prometheus", "cron"]
+    assert scaled["endpoint-llm-batch"]["cooldownPeriod"] == 3600
+    assert "vllm:num_requests_waiting" in scaled["endpoint-llm-batch"]["triggers"][0]["metadata"]["query"]
+    assert "vllm:kv_cache_usage_perc" in scaled["endpoint-llm-batch"]["triggers"][1]["metadata"]["query"]
+    assert scaled["endpoint-llm-batch"]["triggers"][1]["metadata"]["threshold"] == "0.8"
+    # Deterministic: same rows, byte-identical YAML.
+    assert to_yaml_stream(desired_manifests(tenants["trusted"])) == to_yaml_stream(
+        desired_manifests(tenants["trusted"]))
+
+
+def test_untrusted_covers_no_mig_or_hami_trusted_may(fleet, tenants) -> None:
+    queues = {level: by_kind(desired_manifests(t), "ClusterQueue")[0] for level, t in tenants.items()}
+    assert covered(queues["untrusted"]) == {"nvidia.com/gpu"}
+    flavors = {f["name"] for g in queues["untrusted"]["spec"]["resourceGroups"] for f in g["flavors"]}
+    assert flavors == {"h100"}
+    assert covered(queues["standard"]) == {"nvidia.com/gpu", "nvidia.com/mig-3g.40gb"}
+    assert covered(queues["trusted"]) == {"nvidia.com/gpu", "nvidia.com/mig-3g.40gb", "nvidia.com/gpucores",
+                                          "nvidia.com/gpumem-percentage"}
+    for queue in queues.values():
+        assert "cohort" not in queue["spec"] and queue["spec"]["cohortName"] == "gpufleet"
+        assert queue["spec"]["preemption"]["withinClusterQueue"] == "LowerPriority"
+
+
+def test_kueue_and_kai_carry_the_same_numbers(fleet, tenants) -> None:
+    tenant = tenants["trusted"]
+    actions.set_quota(tenant, flavor="h100", nominal=2, borrowing_limit=1, lending_limit=1)
+    actions.set_quota(tenant, flavor="h100-3g", nominal=7, borrowing_limit=0)
+    actions.set_quota(tenant, flavor="h100-quarter", nominal=4, borrowing_limit=4)
+    manifests = desired_manifests(tenant)
+    queue = by_kind(manifests, "ClusterQueue")[0]
+    gpu_group = next(g for g in queue["spec"]["resourceGroups"] if "nvidia.com/gpu" in g["coveredResources"])
+    whole = next(f for f in gpu_group["flavors"] if f["name"] == "h100")["resources"]
+    assert whole[0] == {"name": "nvidia.com/gpu", "nominalQuota": 2, "borrowingLimit": 1, "lendingLimit": 1}
+    # A whole GPU lists HAMi's percentages with zero quota (Kueue: every flavor lists every covered resource).
+    assert {r["name"]: r["nominalQuota"] for r in whole[1:]} == {"nvidia.com/gpucores": 0,
+                                                                   "nvidia.com/gpumem-percentage": 0}
+    quarter = next(f for f in gpu_group["flavors"] if f["name"] == "h100-quarter")["resources"]
+    assert {r["name"]: r["nominalQuota"] for r in quarter} == {
+        "nvidia.com/gpu": 4, "nvidia.com/gpucores": 100, "nvidia.com/gpumem-percentage": 100}
+    kai = next(m for m in manifests if m["kind"] == "Queue")
+    # GPU-equivalents: 2 x 1 + 7 x 3/7 (0.4286) + 4 x 0.25 = 6.0002 (weights are quantised to 4 places).
+    assert kai["spec"]["resources"]["gpu"]["quota"] == pytest.approx(2 + 7 * 0.4286 + 1)
+    assert kai["spec"]["resources"]["gpu"]["limit"] == pytest.approx(3 + 7 * 0.4286 + 2)
+    assert kai["spec"]["parentQueue"] == "cohort-gpufleet"
+    assert kai["spec"]["priority"] == 500
+
+
+def test_v1beta1_cohort_field_fails_validation(fleet, tenants) -> None:
+    need_reference()
+    queue = by_kind(desired_manifests(tenants["standard"]), "ClusterQueue")[0]
+    legacy = copy.deepcopy(queue)
+    legacy["spec"]["cohort"] = legacy["spec"].pop("cohortName")
+    problems = get_schema_registry().validate([legacy])
+    assert problems and "cohort" in str(problems[0])
+    assert get_schema_registry().validate([queue]) == []
+    assert queue["apiVersion"] == KUEUE
+
+
+def test_node_pool_defaults_and_override_warning(fleet) -> None:
+    need_reference()
+    pool = actions.create_node_pool("gpu-a", flavor="h100", gpu_limit=16)
+    assert pool.warnings == []
+    with pytest.raises(actions.ActionError) as err:
+        actions.create_node_pool("gpu-b", flavor="h100", gpu_limit=16, consolidation_policy="WhenEmptyOrUnderutilized")
+    assert "consolidation_policy" in err.value.errors
+    risky = actions.create_node_pool("gpu-b", flavor="h100", gpu_limit=16,
+                                     consolidation_policy="WhenEmptyOrUnderutilized", allow_underutilized=True)
+    assert risky.warnings and "evict" in risky.warnings[0]
+    platform = render_platform(RenderContext.from_settings())
+    pools = {m["metadata"]["name"]: m for m in platform if m["kind"] == "NodePool"}
+    assert pools["gpu-a"]["spec"]["disruption"] == {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "1h"}
+    assert pools["gpu-a"]["spec"]["template"]["spec"]["taints"][0] == {
+        "key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
+    assert pools["gpu-b"]["spec"]["disruption"]["consolidationPolicy"] == "WhenEmptyOrUnderutilized"
+    assert get_schema_registry().validate(list(pools.values())) == []
+    # Node pools add fleet capacity: 16 entered + 2 pools x 16 GPUs.
+    assert actions.effective_capacity(fleet["whole"]) == 48
