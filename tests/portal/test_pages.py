@@ -63,7 +63,16 @@ def test_base_shows_user_and_roles(admin_client_) -> None:
     page = admin_client_.get(reverse("portal:home")).content.decode()
     assert 'data-testid="signed-in-user">root-admin<' in page
     assert '<span class="role-chip">platform-admin</span>' in page
+    assert '<span class="role-chip">billing-admin</span>' not in page, "implied roles are not listed twice"
     assert reverse("portal:approvals") in page
+
+
+def test_billing_admin_sees_role_but_no_approvals(db) -> None:
+    from .conftest import signed_in
+
+    page = signed_in(factories.user("bill", roles={"billing-admin"})).get(reverse("portal:home")).content.decode()
+    assert '<span class="role-chip">billing-admin</span>' in page
+    assert reverse("portal:approvals") not in page
 
 
 def test_non_admin_nav_has_no_approvals(alice_client) -> None:
@@ -110,6 +119,8 @@ def test_tenant_detail_after_reconcile_shows_objects_and_live_generation(alice_c
     assert "<td>Namespace</td>" in page and "<code>tenant-acme</code>" in page
     assert "<td>HelmRelease</td>" in page
     assert "Applied" in page  # the Ready condition's reason
+    stamp = acme.condition("Ready")["lastTransitionTime"]
+    assert f"<td class=\"nowrap small\">{stamp[:10]} {stamp[11:19]}</td>" in page, "condition time shown in UTC"
 
     actions.update(acme, display_name="Acme GPUs")
     page = alice_client.get(reverse("portal:tenant-detail", args=["acme"])).content.decode()

@@ -1,0 +1,23 @@
+"""Small template filters for the portal."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def isotime(value: object) -> str:
+    """An ISO-8601 timestamp (as stored in conditions) shown as `YYYY-MM-DD HH:MM:SS` UTC."""
+    if not isinstance(value, str) or not value:
+        return ""
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return value  # show what is stored rather than hide it
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S")

@@ -1,0 +1,128 @@
+"""End to end in a real browser (Debian's headless Chromium driven by Playwright's sync API).
+
+A user signs in with a password (the test profile allows it), requests a tenant (first with a bad
+slug, fixed after reading the error), signs out; a platform admin signs in, approves it from the
+approvals queue and sees it `ready`, its objects listed; the requester then sees it ready too.
+
+The browser runs in the test thread against pytest-django's `live_server` (another thread), so the
+database is set up before Playwright starts and checked after it stops: Playwright's sync API keeps
+an asyncio loop running in this thread, inside which Django refuses ORM calls.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tenants.models import Phase, Tenant
+from tests.support import factories
+from tests.support.services import missing
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]
+
+pytestmark = [pytest.mark.service, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def chromium() -> Iterator[object]:
+    if not os.access(CHROMIUM, os.X_OK):
+        missing(f"Chromium is not installed at {CHROMIUM} (Debian package `chromium`)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        missing("PyPI `playwright` is not installed (the test extra)")
+    yield sync_playwright
+
+
+def sign_in(page, base: str, username: str) -> None:  # type: ignore[no-untyped-def]
+    page.goto(f"{base}/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", "pw-for-tests")
+    page.get_by_role("button", name="Sign in", exact=True).click()
+    page.wait_for_selector(f"[data-testid=signed-in-user]:text-is('{username}')")
+
+
+def sign_out(page) -> None:  # type: ignore[no-untyped-def]
+    page.get_by_role("button", name="Sign out").click()
+    page.wait_for_selector("#id_username")
+
+
+def test_request_approve_ready_in_a_real_browser(
+    chromium, live_server, eager_tasks, gitops_repo: Path, tmp_path: Path
+) -> None:
+    factories.user("alice")
+    factories.user("root-admin", roles={"platform-admin"})
+    base = live_server.url
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    seen: dict[str, str] = {}
+
+    with chromium() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.set_default_timeout(20_000)
+
+            # Anonymous: the portal sends us to sign in.
+            page.goto(f"{base}/")
+            assert "/login/" in page.url
+
+            sign_in(page, base, "alice")
+            page.get_by_role("link", name="Request a tenant").first.click()
+            page.fill("#id_slug", "Vision_Lab")
+            page.fill("#id_display_name", "Vision lab")
+            page.select_option("#id_trust_level", "standard")
+            page.get_by_role("button", name="Request tenant").click()
+            seen["slug error"] = page.inner_text("[data-field=slug]")
+            page.screenshot(path=str(shots / "1-request-error.png"), full_page=True)
+
+            page.fill("#id_slug", "vision-lab")
+            page.get_by_role("button", name="Request tenant").click()
+            page.wait_for_url(f"{base}/tenants/vision-lab/")
+            seen["requested phase"] = page.inner_text("[data-testid=phase]")
+            sign_out(page)
+
+            sign_in(page, base, "root-admin")
+            page.get_by_role("link", name="Approvals").click()
+            page.get_by_role("button", name="Approve vision-lab").click()
+            page.wait_for_selector(".flash-success")
+            seen["flash"] = page.inner_text(".flash")
+            page.get_by_role("link", name="My tenants").click()
+            page.get_by_role("link", name="vision-lab").click()
+            page.wait_for_url(f"{base}/tenants/vision-lab/")
+            seen["admin phase"] = page.inner_text("[data-testid=phase]")
+            seen["liveness"] = page.inner_text("[data-testid=liveness]")
+            seen["objects"] = page.inner_text("[data-testid=owned-objects]")
+            page.screenshot(path=str(shots / "2-tenant-ready.png"), full_page=True)
+            sign_out(page)
+
+            sign_in(page, base, "alice")
+            seen["alice list"] = page.inner_text("[data-testid=tenant-list]")
+            page.screenshot(path=str(shots / "3-my-tenants.png"), full_page=True)
+        finally:
+            browser.close()
+
+    assert "lowercase" in seen["slug error"], seen["slug error"]
+    assert seen["requested phase"] == "requested"
+    assert "approved" in seen["flash"]
+    assert seen["admin phase"] == "ready", seen
+    assert "Your latest change is live" in seen["liveness"]
+    assert "tenant-vision-lab" in seen["objects"] and "HelmRelease" in seen["objects"]
+    assert "vision-lab" in seen["alice list"] and "ready" in seen["alice list"]
+
+    tenant = Tenant.objects.get(slug="vision-lab")
+    assert tenant.phase == Phase.READY and tenant.observed_generation == tenant.generation
+    assert not Tenant.objects.filter(slug="Vision_Lab").exists()
+    assert (gitops_repo / "tenants" / "vision-lab" / "namespace.core_tenant-vision-lab.yaml").is_file()
+    log = subprocess.run(["git", "-C", str(gitops_repo), "log", "--format=%s"], capture_output=True, text=True)
+    assert "tenant vision-lab: reconcile generation 1" in log.stdout
+    for name in ("1-request-error.png", "2-tenant-ready.png", "3-my-tenants.png"):
+        assert (shots / name).stat().st_size > 10_000, f"{name} looks empty"
