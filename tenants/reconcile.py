@@ -72,7 +72,8 @@ def _merge_condition(conditions: list[dict], new: dict) -> list[dict]:
     return [c for c in conditions if c.get("type") != new["type"]] + [new]
 
 
-def reconcile_tenant(tenant_id: int, backend: Backend | None = None) -> Outcome:
+def reconcile_tenant(tenant_id: int, backend: Backend | None = None, *, ctx: RenderContext | None = None) -> Outcome:
+    """`ctx` lets a fleet-wide pass (scheduling.sync) load platform-wide render inputs once, not per tenant."""
     backend = backend or get_backend()
     with tenant_lock(tenant_id):
         tenant = Tenant.objects.filter(pk=tenant_id).first()
@@ -82,7 +83,7 @@ def reconcile_tenant(tenant_id: int, backend: Backend | None = None) -> Outcome:
             return Outcome(tenant.slug, tenant.phase)
         generation = tenant.generation
         view = tenant_view(tenant)
-        manifests = render_tenant(view, RenderContext.from_settings())
+        manifests = render_tenant(view, ctx or RenderContext.from_settings())
         problems = get_schema_registry().validate(manifests)
         if problems:
             # Never write an object the cluster would reject or silently prune.

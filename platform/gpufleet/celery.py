@@ -11,6 +11,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpufleet.settings.demo")
 app = Celery("gpufleet")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+app.autodiscover_tasks(["scheduling"], related_name="sync")  # scheduling.sync_fleet lives in scheduling/sync.py
 
 
 @app.on_after_finalize.connect
@@ -22,4 +23,10 @@ def _schedule_periodic(sender: Celery, **_: object) -> None:
         float(settings.GPUFLEET_RECONCILE_ALL_SECONDS),
         sender.signature("tenants.reconcile_all"),
         name="reconcile all tenants",
+    )
+    # Fleet sync (scheduling/sync.py): re-apply platform and tenants, repair and count drift, record a SyncRun.
+    sender.add_periodic_task(
+        float(settings.GPUFLEET_SYNC_FLEET_SECONDS),
+        sender.signature("scheduling.sync_fleet"),
+        name="sync the fleet (drift repair)",
     )

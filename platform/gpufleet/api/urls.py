@@ -2,15 +2,19 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.routers import DefaultRouter
 
+from scheduling.sync_api import SyncStatusView
 from tenants.api.views import TenantViewSet
+from tenants.isolation.api import AllocationPolicyViewSet
 
 from .tokens import ApiTokenViewSet
 
 router = DefaultRouter()
 router.register("tenants", TenantViewSet, basename="tenant")
 router.register("tokens", ApiTokenViewSet, basename="token")
+router.register("gpu-allocation-policies", AllocationPolicyViewSet, basename="gpu-allocation-policy")
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("sync/", SyncStatusView.as_view(), name="sync-status"),
     path("", include(router.urls)),
 ]
