@@ -14,11 +14,12 @@ from gpufleet.accounts.roles import is_platform_admin
 from gpufleet.api.viewsets import ScopedModelViewSet
 
 from .. import actions
+from ..isolation.api import TenantIsolationActions
 from ..models import Membership, Tenant, can_manage
 from .serializers import RejectSerializer, TenantCreateSerializer, TenantSerializer, TenantUpdateSerializer
 
 
-class TenantViewSet(ScopedModelViewSet):
+class TenantViewSet(TenantIsolationActions, ScopedModelViewSet):
     queryset = Tenant.objects.prefetch_related(
         Prefetch("memberships", queryset=Membership.objects.select_related("user"))
     )

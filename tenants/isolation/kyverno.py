@@ -15,7 +15,8 @@ POLICY_NAME = "gpufleet-gpu-allocation-modes"
 # Where a pod names extended resources. Kubernetes requires limits for extended resources; requests
 # are checked too so a request-only spelling is not a way around the rule.
 RESOURCE_KEYS = tuple(
-    f"{{{{ request.object.spec.{containers}[].resources.{field}.keys(@)[] || `[]` }}}}"
+    # keys() of `{}` for a container without resources: a function on null would be a rule error.
+    f"{{{{ request.object.spec.{containers}[].keys(resources.{field} || `{{}}`)[] || `[]` }}}}"
     for containers in ("containers", "initContainers")
     for field in ("limits", "requests")
 )

@@ -13,3 +13,9 @@ def register() -> None:
         reconcile.VIEW_EXTRAS.append(config.tenant_extras)
     if vcluster.extend_values not in render.VCLUSTER_VALUES_HOOKS:
         render.VCLUSTER_VALUES_HOOKS.append(vcluster.extend_values)
+    from django.conf import settings
+
+    if "django.contrib.admin" in settings.INSTALLED_APPS:
+        from .admin import register_admin
+
+        register_admin()

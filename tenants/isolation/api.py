@@ -1,0 +1,113 @@
+"""API for isolation: GPU allocation policy per trust level (admins write), a tenant's isolation
+settings, its kubeconfig and its dropped flows (views mixed into TenantViewSet)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.http import HttpResponse
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from gpufleet.accounts.roles import is_platform_admin
+from gpufleet.api.viewsets import AuditActorMixin
+from infra.cilium import CiliumCLI
+from infra.errors import InfraError
+
+from . import actions, policy
+from .kubeconfig import kubeconfig_yaml
+from .models import AllocationPolicy, TenantIsolation
+
+
+class AllocationPolicySerializer(serializers.ModelSerializer):
+    class Meta:
+        model = AllocationPolicy
+        fields = ["trust_level", "allowed_modes", "world_egress", "updated"]
+        read_only_fields = fields
+
+
+class AllocationPolicyUpdateSerializer(serializers.Serializer):
+    allowed_modes = serializers.JSONField(required=False)
+    world_egress = serializers.JSONField(required=False)
+
+
+class AllocationPolicyViewSet(AuditActorMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
+                              viewsets.GenericViewSet):
+    """The policy is platform-wide and not secret: everyone signed in reads it; admins change it."""
+
+    queryset = AllocationPolicy.objects.all()
+    serializer_class = AllocationPolicySerializer
+    permission_classes = [IsAuthenticated]
+    lookup_field = "trust_level"
+
+    @extend_schema(request=AllocationPolicyUpdateSerializer, responses={200: AllocationPolicySerializer})
+    def partial_update(self, request: Request, trust_level: str | None = None) -> Response:
+        row = self.get_object()
+        if not is_platform_admin(request.user):
+            raise PermissionDenied("only platform admins may change the GPU allocation policy")
+        payload = AllocationPolicyUpdateSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        row = actions.set_level_policy(row.trust_level, **payload.validated_data)
+        return Response(AllocationPolicySerializer(row).data)
+
+
+class TenantIsolationSerializer(serializers.Serializer):
+    allowed_modes = serializers.JSONField(required=False, allow_null=True)
+    egress_cidrs = serializers.JSONField(required=False)
+    egress_fqdns = serializers.JSONField(required=False)
+
+
+def isolation_data(tenant) -> dict:  # type: ignore[no-untyped-def]
+    iso = TenantIsolation.objects.filter(tenant=tenant).first()
+    return {
+        "trust_level": tenant.trust_level,
+        "level_modes": policy.order(policy.level_modes(tenant.trust_level)),
+        "allowed_modes_override": iso.allowed_modes if iso else None,
+        "allowed_modes": policy.order(policy.allowed_modes(tenant)),
+        "world_egress": policy.level_world_egress(tenant.trust_level),
+        "egress_cidrs": iso.egress_cidrs if iso else [],
+        "egress_fqdns": iso.egress_fqdns if iso else [],
+    }
+
+
+class TenantIsolationActions:
+    """Mixed into TenantViewSet: every view starts with get_object(), so other tenants are 404."""
+
+    @extend_schema(request=TenantIsolationSerializer, responses={200: dict})
+    @action(detail=True, methods=["get", "patch"])
+    def isolation(self, request: Request, pk: str | None = None) -> Response:
+        tenant = self.get_object()  # type: ignore[attr-defined]
+        if request.method == "PATCH":
+            if not is_platform_admin(request.user):
+                raise PermissionDenied("only platform admins may change a tenant's isolation")
+            payload = TenantIsolationSerializer(data=request.data)
+            payload.is_valid(raise_exception=True)
+            unknown = sorted(set(request.data) - set(payload.fields))
+            if unknown:
+                raise serializers.ValidationError({k: ["is not a field that can be changed"] for k in unknown})
+            actions.set_tenant_isolation(tenant, **payload.validated_data)
+        return Response(isolation_data(tenant))
+
+    @extend_schema(responses={(200, "application/yaml"): str})
+    @action(detail=True, methods=["get"])
+    def kubeconfig(self, request: Request, pk: str | None = None) -> HttpResponse:
+        tenant = self.get_object()  # type: ignore[attr-defined]
+        response = HttpResponse(kubeconfig_yaml(tenant), content_type="application/yaml")
+        response["Content-Disposition"] = f'attachment; filename="{tenant.slug}-kubeconfig.yaml"'
+        return response
+
+    @extend_schema(responses={200: dict})
+    @action(detail=True, methods=["get"], url_path="dropped-flows")
+    def dropped_flows(self, request: Request, pk: str | None = None) -> Response:
+        tenant = self.get_object()  # type: ignore[attr-defined]
+        cli = CiliumCLI(timeout=float(getattr(settings, "GPUFLEET_HUBBLE_TIMEOUT_SECONDS", 10)))
+        try:
+            flows = cli.dropped_flows(tenant.namespace)
+        except InfraError as exc:
+            return Response({"detail": str(exc), "code": "hubble_unavailable"},
+                            status=status.HTTP_503_SERVICE_UNAVAILABLE)
+        return Response({"namespace": tenant.namespace, "flows": [f.as_dict() for f in flows]})

@@ -1,0 +1,82 @@
+"""A kubeconfig for a tenant's virtual cluster: server, CA, and a kubelogin `exec` user. No secrets.
+
+People authenticate as themselves through the platform's OIDC issuer (kubelogin, a public client with
+PKCE); the virtual API server trusts that issuer (see vcluster.oidc_args). So the file carries nothing
+that must be kept secret: no token, no password, no client key.
+
+The CA: the vCluster generates its own CA at install time. When the platform knows it (a provider in
+CA_PROVIDERS, e.g. the OpenBao-backed one that reads the vCluster's secret), it is embedded; else the
+operator-configured bundle (GPUFLEET_VCLUSTER_CA_BUNDLE, e.g. the ingress's CA) is used; else none is
+written and kubectl verifies the server with the system roots (a publicly trusted ingress certificate).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from . import config
+
+# Functions tenant -> PEM text (or None when unknown). Checked in order; the first answer wins.
+CA_PROVIDERS: list[Callable[[Any], str | None]] = []
+KUBELOGIN_ARGS = ("oidc-login", "get-token")
+
+
+def render_kubeconfig(slug: str, settings: config.IsolationSettings, ca_pem: str | None) -> dict[str, Any]:
+    """Pure: the kubeconfig document for one tenant."""
+    name = f"gpufleet-{slug}"
+    cluster: dict[str, Any] = {"server": settings.server_url(slug)}
+    if ca_pem:
+        cluster["certificate-authority-data"] = base64.b64encode(ca_pem.encode()).decode()
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "preferences": {},
+        "clusters": [{"name": name, "cluster": cluster}],
+        "users": [{
+            "name": f"{name}-oidc",
+            "user": {
+                "exec": {
+                    "apiVersion": "client.authentication.k8s.io/v1",
+                    "command": "kubectl",
+                    "args": [
+                        *KUBELOGIN_ARGS,
+                        f"--oidc-issuer-url={settings.oidc_issuer}",
+                        f"--oidc-client-id={settings.oidc_client_id}",
+                        # The groups claim carries gpufleet:<slug>:<role>, which RBAC inside binds.
+                        "--oidc-extra-scope=groups",
+                        "--oidc-extra-scope=email",
+                    ],
+                    "interactiveMode": "IfAvailable",
+                    "provideClusterInfo": False,
+                    "installHint": "Install kubelogin: https://github.com/int128/kubelogin (kubectl oidc-login)",
+                }
+            },
+        }],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": f"{name}-oidc",
+                                                 "namespace": "default"}}],
+        "current-context": name,
+    }
+
+
+def ca_pem(tenant: Any) -> str | None:
+    for provider in CA_PROVIDERS:
+        pem = provider(tenant)
+        if pem:
+            return pem
+    from django.conf import settings
+
+    bundle = getattr(settings, "GPUFLEET_VCLUSTER_CA_BUNDLE", "")
+    if bundle:
+        return Path(bundle).read_text()
+    return None
+
+
+def kubeconfig_yaml(tenant: Any) -> str:
+    from django.conf import settings
+
+    from infra.manifests import to_yaml
+
+    return to_yaml(render_kubeconfig(tenant.slug, config.settings_from(settings), ca_pem(tenant)))

@@ -1,0 +1,19 @@
+"""gpufleet kubeconfig --tenant SLUG: a kubeconfig for the tenant's virtual cluster (kubelogin, no secrets)."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from tenants.isolation.kubeconfig import kubeconfig_yaml
+
+from ._util import get_tenant
+
+
+class Command(BaseCommand):
+    help = "Print a kubeconfig for a tenant's virtual cluster (OIDC via kubelogin; contains no secrets)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--tenant", metavar="SLUG", required=True)
+
+    def handle(self, *args: object, **opts: object) -> None:
+        self.stdout.write(kubeconfig_yaml(get_tenant(str(opts["tenant"]))), ending="")
