@@ -168,6 +168,20 @@ GPUFLEET_GITOPS_AUTHOR = env("GPUFLEET_GITOPS_AUTHOR", "gpufleet <gpufleet@local
 # Upstream schemas (CRDs, vCluster values schema) used to validate rendered manifests before apply.
 GPUFLEET_REFERENCE_DIR = env("GPUFLEET_REFERENCE_DIR", str(REPO_DIR.parent / "shared" / "reference"))
 GPUFLEET_KUBERNETES_VERSION = env("GPUFLEET_KUBERNETES_VERSION", "1.33")
+# Kubernetes backend (GPUFLEET_BACKEND=kubernetes): a kubeconfig file, else the pod's service account.
+GPUFLEET_KUBECONFIG = env("GPUFLEET_KUBECONFIG", "")
+GPUFLEET_KUBE_CONTEXT = env("GPUFLEET_KUBE_CONTEXT", "")
+GPUFLEET_KUBE_FIELD_MANAGER = env("GPUFLEET_KUBE_FIELD_MANAGER", "gpufleet")
+
+# --- OpenBao / Vault (tenant secrets) --------------------------------------------------------------
+# Unset address: the reconcile skips the secrets step and says so in the tenant's `Secrets` condition.
+GPUFLEET_OPENBAO_ADDR = env("GPUFLEET_OPENBAO_ADDR", "")
+GPUFLEET_OPENBAO_TOKEN = env("GPUFLEET_OPENBAO_TOKEN", "")  # or AppRole below
+GPUFLEET_OPENBAO_ROLE_ID = env("GPUFLEET_OPENBAO_ROLE_ID", "")
+GPUFLEET_OPENBAO_SECRET_ID = env("GPUFLEET_OPENBAO_SECRET_ID", "")
+GPUFLEET_OPENBAO_APPROLE_PATH = env("GPUFLEET_OPENBAO_APPROLE_PATH", "approle")
+GPUFLEET_OPENBAO_MOUNT = env("GPUFLEET_OPENBAO_MOUNT", "gpufleet")
+GPUFLEET_OPENBAO_KUBERNETES_AUTH = env("GPUFLEET_OPENBAO_KUBERNETES_AUTH", "kubernetes")
 
 # --- vCluster --------------------------------------------------------------------------------------
 GPUFLEET_VCLUSTER_CHART_VERSION = env("GPUFLEET_VCLUSTER_CHART_VERSION", "0.36.1")
