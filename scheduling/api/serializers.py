@@ -1,0 +1,105 @@
+"""Shapes of the scheduling API. Rules live in scheduling.actions; these only describe fields."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from ..models import Flavor, GpuNodePool, InferenceEndpoint, Quota, QuotaChangeRequest
+
+
+class FlavorSerializer(serializers.ModelSerializer):
+    gpu_model = serializers.CharField(source="gpu_model.name", read_only=True)
+    dcgm_model_name = serializers.CharField(source="gpu_model.dcgm_model_name", read_only=True)
+    resource_name = serializers.CharField(read_only=True)
+
+    class Meta:
+        model = Flavor
+        fields = ["id", "name", "gpu_model", "dcgm_model_name", "mode", "mig_profile", "memory_percent",
+                  "cores_percent", "weight", "capacity", "overcommit_factor", "resource_name", "node_labels",
+                  "tolerations", "taints"]
+        read_only_fields = fields
+
+
+class NodePoolSerializer(serializers.ModelSerializer):
+    flavor = serializers.CharField(source="flavor.name", read_only=True)
+    warnings = serializers.ListField(child=serializers.CharField(), read_only=True)
+
+    class Meta:
+        model = GpuNodePool
+        fields = ["id", "name", "flavor", "instance_types", "capacity_types", "gpu_limit", "node_class",
+                  "consolidation_policy", "consolidate_after", "allow_underutilized", "warnings"]
+        read_only_fields = fields
+
+
+class NodePoolCreateSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    flavor = serializers.CharField()
+    gpu_limit = serializers.JSONField()
+    instance_types = serializers.JSONField(required=False)
+    capacity_types = serializers.JSONField(required=False)
+    consolidation_policy = serializers.CharField(required=False)
+    consolidate_after = serializers.CharField(required=False, default="1h")
+    allow_underutilized = serializers.BooleanField(required=False, default=False)
+
+
+class QuotaSerializer(serializers.ModelSerializer):
+    tenant = serializers.CharField(source="tenant.slug", read_only=True)
+    flavor = serializers.CharField(source="flavor.name", read_only=True)
+
+    class Meta:
+        model = Quota
+        fields = ["id", "tenant", "flavor", "nominal", "borrowing_limit", "lending_limit", "updated"]
+        read_only_fields = fields
+
+
+class QuotaWriteSerializer(serializers.Serializer):
+    """Numbers stay raw (JSONField) so the action reports 'must not be negative' etc. on the field."""
+
+    tenant = serializers.CharField()
+    flavor = serializers.CharField()
+    nominal = serializers.JSONField()
+    borrowing_limit = serializers.JSONField(required=False, allow_null=True)
+    lending_limit = serializers.JSONField(required=False, allow_null=True)
+
+
+class QuotaRequestCreateSerializer(QuotaWriteSerializer):
+    reason = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class QuotaRequestSerializer(serializers.ModelSerializer):
+    tenant = serializers.CharField(source="tenant.slug", read_only=True)
+    flavor = serializers.CharField(source="flavor.name", read_only=True)
+    proposed_by = serializers.CharField(source="proposed_by.username", read_only=True, default=None)
+    reviewed_by = serializers.CharField(source="reviewed_by.username", read_only=True, default=None)
+
+    class Meta:
+        model = QuotaChangeRequest
+        fields = ["id", "tenant", "flavor", "nominal", "borrowing_limit", "lending_limit", "reason", "state",
+                  "proposed_by", "reviewed_by", "review_comment", "branch", "revision", "created", "reviewed_at"]
+        read_only_fields = fields
+
+
+class ReviewSerializer(serializers.Serializer):
+    comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
+
+
+class EndpointSerializer(serializers.ModelSerializer):
+    tenant = serializers.CharField(source="tenant.slug", read_only=True)
+    tier = serializers.CharField(source="tier.name", read_only=True)
+
+    class Meta:
+        model = InferenceEndpoint
+        fields = ["id", "tenant", "name", "model", "deployment", "tier", "queue_target", "kv_cache_target",
+                  "created"]
+        read_only_fields = fields
+
+
+class EndpointCreateSerializer(serializers.Serializer):
+    tenant = serializers.CharField()
+    name = serializers.CharField()
+    model = serializers.CharField()
+    tier = serializers.CharField()
+    deployment = serializers.CharField(required=False)
+    queue_target = serializers.JSONField(required=False)
+    kv_cache_target = serializers.JSONField(required=False)
+    triggers = serializers.JSONField(required=False)

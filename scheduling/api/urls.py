@@ -1,0 +1,15 @@
+"""Routes registered on the API's root router (platform/gpufleet/api/urls.py calls `register`)."""
+
+from __future__ import annotations
+
+from rest_framework.routers import BaseRouter
+
+from .views import EndpointViewSet, FlavorViewSet, NodePoolViewSet, QuotaRequestViewSet, QuotaViewSet
+
+
+def register(router: BaseRouter) -> None:
+    router.register("flavors", FlavorViewSet, basename="flavor")
+    router.register("node-pools", NodePoolViewSet, basename="node-pool")
+    router.register("quotas", QuotaViewSet, basename="quota")
+    router.register("quota-requests", QuotaRequestViewSet, basename="quota-request")
+    router.register("endpoints", EndpointViewSet, basename="endpoint")
