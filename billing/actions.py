@@ -57,7 +57,8 @@ def _check_window(start: datetime, end: datetime) -> None:
         raise ActionError(errors)
 
 
-def store_usage(start: datetime, end: datetime, samples: Iterable[Sample]) -> UsageCollection:
+def store_usage(start: datetime, end: datetime, samples: Iterable[Sample],
+                unmatched: Iterable[str] = ()) -> UsageCollection:
     """Replace every usage row of [start, end) with `samples`: collecting a window twice replaces,
     never adds. Samples of unknown tenants or flavors are counted in `skipped`, not stored."""
     _check_window(start, end)
@@ -66,6 +67,8 @@ def store_usage(start: datetime, end: datetime, samples: Iterable[Sample]) -> Us
     now = timezone.now()
     rows: dict[tuple[int, int, datetime], UsageRecord] = {}
     skipped: dict[str, set[str]] = defaultdict(set)
+    for item in unmatched:  # usage the measurer saw but no flavor matches
+        skipped["unmatched"].add(item)
     for s in samples:
         if s.tenant not in tenants:
             skipped["tenants"].add(s.tenant)

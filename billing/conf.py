@@ -22,6 +22,15 @@ DEFAULTS: dict[str, str] = {
     # ... and this many GPU-hours (small absolute differences are noise, not a finding).
     "GPUFLEET_RECONCILE_MIN_GPU_HOURS": "0.5",
     "GPUFLEET_OPENCOST_URL": "",
+    "GPUFLEET_METRICS_URL": "",
+    # Measuring (billing.metering): scrape interval (s), tolerated missed scrapes, HAMi share rule, and
+    # the DCGM metric every attributed GPU and MIG instance reports.
+    "GPUFLEET_SCRAPE_INTERVAL": "30",
+    "GPUFLEET_MAX_GAP_SCRAPES": "3",
+    "GPUFLEET_HAMI_SHARE_RULE": "max",
+    "GPUFLEET_USAGE_METRIC": "DCGM_FI_DEV_FB_USED",
+    # The hourly task re-collects this many settled hours each run (replacing, so overlap is harmless).
+    "GPUFLEET_COLLECT_LOOKBACK_HOURS": "3",
     # FOCUS ProviderName / InvoiceIssuerName / PublisherName.
     "GPUFLEET_BILLING_PROVIDER_NAME": "gpufleet",
 }

@@ -30,3 +30,10 @@ def _schedule_periodic(sender: Celery, **_: object) -> None:
         sender.signature("scheduling.sync_fleet"),
         name="sync the fleet (drift repair)",
     )
+    # Billing: collect the last settled hours every hour; draft last month's invoices on the 1st.
+    from celery.schedules import crontab
+
+    sender.add_periodic_task(crontab(minute=5), sender.signature("billing.collect_recent"),
+                             name="collect GPU usage")
+    sender.add_periodic_task(crontab(minute=30, hour=1, day_of_month=1),
+                             sender.signature("billing.draft_previous_month"), name="draft monthly invoices")

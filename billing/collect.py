@@ -1,0 +1,67 @@
+"""Usage collection: measure a window in the TSDB (billing.metering), store it (billing.actions).
+
+The measurement is metering's pure `measure_report`; this module only wires the catalog and the
+settings to it and hands the result to `actions.store_usage`, which replaces the window's rows.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from django.utils import timezone
+
+from infra.metrics import MetricsClient
+from scheduling.models import Flavor
+from tenants.errors import ActionError
+
+from . import actions, conf
+from .metering import usage as metering
+from .models import UsageCollection
+
+HOUR = timedelta(hours=1)
+
+
+def flavor_specs() -> list[metering.FlavorSpec]:
+    return [
+        metering.FlavorSpec(name=f.name, mode=f.mode, model_name=f.gpu_model.dcgm_model_name, weight=f.weight,
+                            mig_profile=f.mig_profile if f.mode == metering.MIG else "")
+        for f in Flavor.objects.select_related("gpu_model").order_by("name")
+    ]
+
+
+def options() -> dict[str, object]:
+    return {
+        "scrape_interval": int(conf.text("GPUFLEET_SCRAPE_INTERVAL")),
+        "max_gap_scrapes": int(conf.text("GPUFLEET_MAX_GAP_SCRAPES")),
+        "share_rule": conf.text("GPUFLEET_HAMI_SHARE_RULE"),
+        "usage_metric": conf.text("GPUFLEET_USAGE_METRIC"),
+    }
+
+
+def metrics_client() -> MetricsClient:
+    return MetricsClient(conf.text("GPUFLEET_METRICS_URL"))
+
+
+def collect(start: datetime, end: datetime, client: metering.RangeQuerier | None = None) -> UsageCollection:
+    """Measure [start, end) and replace the stored usage of that window."""
+    try:
+        report = metering.measure_report(client or metrics_client(), flavor_specs(), start, end,
+                                         **options())  # type: ignore[arg-type]
+    except metering.MeteringInputError as exc:
+        raise ActionError({exc.field: [exc.reason]}) from exc
+    samples = [actions.Sample(s.tenant_slug, s.flavor, s.hour_start, s.unit_seconds, s.gpu_equivalent_seconds)
+               for s in report.samples]
+    unmatched = sorted({f"{u.tenant_slug}: {u.mode} {u.model_name} {u.mig_profile}".strip()
+                        for u in report.unmatched})
+    return actions.store_usage(start, end, samples, unmatched=unmatched)
+
+
+def recent_window(now: datetime | None = None) -> tuple[datetime, datetime]:
+    """The last few whole hours whose numbers have settled (no later scrape can change them)."""
+    now = now or timezone.now()
+    opts = options()
+    end = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+    while metering.settles_at(end, scrape_interval=opts["scrape_interval"],  # type: ignore[arg-type]
+                              max_gap_scrapes=opts["max_gap_scrapes"]) > now:  # type: ignore[arg-type]
+        end -= HOUR
+    return end - HOUR * int(conf.text("GPUFLEET_COLLECT_LOOKBACK_HOURS")), end

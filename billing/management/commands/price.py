@@ -1,0 +1,47 @@
+"""gpufleet price set|derive|list"""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from billing import actions
+from billing.models import Price
+from gpufleet.audit.context import acting
+from tenants.errors import ActionError
+
+from ._billing_cli import action_error, dumps
+
+
+class Command(BaseCommand):
+    help = "Manage the price book (per flavor, per currency, with effective dates)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        sub = parser.add_subparsers(dest="verb", required=True)
+        set_ = sub.add_parser("set", help="enter a price per unit-hour from a date on")
+        set_.add_argument("--flavor", required=True)
+        set_.add_argument("--per-unit-hour", required=True)
+        set_.add_argument("--currency", required=True)
+        set_.add_argument("--from", dest="effective_from", default=None, help="YYYY-MM-DD (default: today)")
+        derive = sub.add_parser("derive", help="OpenCost GPU hourly cost x flavor weight x markup")
+        derive.add_argument("--flavor", required=True)
+        derive.add_argument("--gpu-hourly", required=True, help="OpenCost's hourly cost of one GPU of the model")
+        derive.add_argument("--markup", default="1", help="multiplier, e.g. 1.25")
+        derive.add_argument("--currency", required=True)
+        derive.add_argument("--from", dest="effective_from", default=None)
+        sub.add_parser("list")
+
+    def handle(self, *args: object, verb: str, **opts: object) -> None:
+        with acting(task=f"cli:price {verb}"):
+            try:
+                if verb == "list":
+                    self.stdout.write(dumps([p.snapshot() for p in Price.objects.select_related("flavor")]))
+                    return
+                if verb == "set":
+                    price = actions.set_price(opts["flavor"], opts["per_unit_hour"], opts["currency"],
+                                              opts["effective_from"])
+                else:
+                    price = actions.derive_price(opts["flavor"], opts["currency"], opts["gpu_hourly"],
+                                                 opts["markup"], opts["effective_from"])
+            except ActionError as exc:
+                raise action_error(exc) from exc
+            self.stdout.write(dumps(price.snapshot()))
