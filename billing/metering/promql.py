@@ -1,0 +1,167 @@
+"""The PromQL/MetricsQL that measures held GPU time per (tenant namespace, kind, hour) inside the TSDB.
+
+Grid. Time is cut into slots of one scrape interval `s`, aligned to the epoch: slot k = (k·s - s, k·s].
+A series *occupies* slot k when it has at least one raw sample in it: `present_over_time(x[s])` evaluated
+at t = k·s (windows are left-open, right-closed, in VictoriaMetrics and Prometheus ≥ 3). A steady scraper
+puts exactly one sample in every slot (scrapes are `s` apart), so "first to last sample plus one interval"
+equals "first to last occupied slot, inclusive", counted in slots.
+
+Gap bridging. With at most N missed scrapes tolerated, an empty slot k is still *held* when there are
+occupied slots a < k < b with b - a ≤ N + 1 (the empty run between them is at most N slots long).
+That condition is not a product of two one-sided lookups (back ≤ N and ahead ≤ N would accept a run of
+2N empty slots), but it is an OR of N such products:
+
+    held(k) = occ(k)  OR  OR over i=1..N of [ any occ in k-i..k-1  AND  any occ in k+1..k+N+1-i ]
+
+(⇒: take i = k - a, then b - k ≤ N + 1 - i. ⇐: the two witnesses are at most N + 1 apart.)
+Each "any occ in a slot range" is one `present_over_time` with a window of that many slots and an
+offset: k-i..k-1 is `[i·s] offset s`, k+1..k+j is `[j·s] offset -j·s` (a negative offset looks ahead;
+VictoriaMetrics supports it, Prometheus since 2.33). So held(k) is a plain instant expression, and
+`sum_over_time(held[1h:s])` at the end of an hour counts the held slots of that hour exactly (the
+subquery evaluates at the 3600/s aligned slot ends inside the left-open hour). Seconds = count x s.
+
+Replicas. Every lookup is `max by (<identity labels>)`, so copies of a series that differ only in
+`instance`, `job`, `prometheus_replica`, `Hostname`, … collapse before anything is counted: a slot is
+occupied when any copy has a sample in it.
+
+Label schemes. dcgm-exporter emits `namespace`/`pod`/`container`/`UUID`, or with `--use-old-namespace`
+`pod_namespace`/`pod_name`/`container_name`/`uuid`; both are selected (`pod!=""`, so absent and empty
+pod labels, i.e. unattributed devices, never match) and the old names are relabelled to the new ones.
+
+HAMi. A container's share of a GPU at slot k is the last allocation seen in the last N + 1 slots (the
+occupied slot itself, or the sample before a bridged gap) divided by the device's memory limit, and/or
+the core percentage / 100; `max` of the two by default. GPUs that HAMi manages (seen in
+`hami_gpu_memory_limit_bytes` around the slot) are removed from the DCGM side with `unless on (UUID)`,
+so a shared GPU is never also billed whole.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DCGM_IDENTITY = ("namespace", "pod", "container", "UUID", "GPU_I_ID", "GPU_I_PROFILE", "modelName")
+DCGM_GROUP = ("namespace", "modelName", "GPU_I_PROFILE")
+HAMI_IDENTITY = ("namespace", "pod", "container_index", "device_uuid")
+HAMI_GROUP = ("namespace", "device_type")
+
+HAMI_MEMORY = "hami_vgpu_memory_allocated_bytes"
+HAMI_CORES = "hami_vgpu_core_allocated_ratio"
+HAMI_DEVICE_MEMORY = "hami_gpu_memory_limit_bytes"
+
+SHARE_RULES = ("max", "memory", "cores")
+
+
+@dataclass(frozen=True)
+class QuerySettings:
+    scrape_interval: int  # seconds, divides 3600
+    max_gap_scrapes: int  # N
+    usage_metric: str  # a DCGM metric every attributed GPU and MIG instance reports
+    share_rule: str = "max"
+    namespace_prefix: str = "tenant-"
+
+    def __post_init__(self) -> None:
+        if self.scrape_interval <= 0 or 3600 % self.scrape_interval:
+            raise ValueError("scrape_interval must be a positive number of seconds that divides 3600")
+        if self.max_gap_scrapes < 0:
+            raise ValueError("max_gap_scrapes must be 0 or more")
+        if self.share_rule not in SHARE_RULES:
+            raise ValueError(f"share_rule must be one of {', '.join(SHARE_RULES)}")
+        if not self.usage_metric.replace("_", "").replace(":", "").isalnum():
+            raise ValueError(f"not a metric name: {self.usage_metric!r}")
+        if not self.namespace_prefix or not all(c.isalnum() or c == "-" for c in self.namespace_prefix):
+            raise ValueError("namespace_prefix must be a DNS-label prefix such as 'tenant-'")
+
+
+def _by(labels: tuple[str, ...]) -> str:
+    return ", ".join(labels)
+
+
+def _window(slots: int, offset_slots: int, s: int) -> str:
+    offset = f" offset {offset_slots * s}s" if offset_slots else ""
+    return f"[{slots * s}s]{offset}"
+
+
+def _old_to_new(expr: str) -> str:
+    """Relabel dcgm-exporter's --use-old-namespace label names to the current ones."""
+    for new, old in (("namespace", "pod_namespace"), ("pod", "pod_name"),
+                     ("container", "container_name"), ("UUID", "uuid")):
+        expr = f'label_replace({expr}, "{new}", "$1", "{old}", "(.+)")'
+    return expr
+
+
+class Queries:
+    def __init__(self, settings: QuerySettings) -> None:
+        self.s = settings.scrape_interval
+        self.n = settings.max_gap_scrapes
+        self.settings = settings
+        ns = f'{settings.namespace_prefix}.+'
+        metric = settings.usage_metric
+        self.dcgm_new = f'{{__name__="{metric}", namespace=~"{ns}", pod!=""}}'
+        self.dcgm_old = f'{{__name__="{metric}", pod_namespace=~"{ns}", pod_name!=""}}'
+        self.hami_any = f'{{__name__=~"{HAMI_MEMORY}|{HAMI_CORES}", namespace=~"{ns}", pod!=""}}'
+        self.hami_memory = f'{HAMI_MEMORY}{{namespace=~"{ns}", pod!=""}}'
+        self.hami_cores = f'{HAMI_CORES}{{namespace=~"{ns}", pod!=""}}'
+
+    # -- building blocks ------------------------------------------------------------------------
+    def _dcgm_present(self, slots: int, offset_slots: int) -> str:
+        window = _window(slots, offset_slots, self.s)
+        new = f"present_over_time({self.dcgm_new}{window})"
+        old = _old_to_new(f"present_over_time({self.dcgm_old}{window})")
+        return f"max by ({_by(DCGM_IDENTITY)}) ({new} or {old})"
+
+    def _hami_present(self, slots: int, offset_slots: int) -> str:
+        return (f"max by ({_by(HAMI_IDENTITY)}) "
+                f"(present_over_time({self.hami_any}{_window(slots, offset_slots, self.s)}))")
+
+    def _held(self, present) -> str:
+        """held(k) as derived in the module docstring, for one family of series."""
+        terms = [f"({present(1, 0)})"]
+        for i in range(1, self.n + 1):
+            ahead = self.n + 1 - i
+            terms.append(f"(({present(i, 1)}) and ({present(ahead, -ahead)}))")
+        return " or ".join(terms)
+
+    def hami_devices(self) -> str:
+        """GPUs HAMi manages around slot k (k-N-1 .. k+N+1), keyed by the DCGM label name UUID."""
+        span = 2 * self.n + 3
+        inner = (f"max by (device_uuid) (present_over_time({HAMI_DEVICE_MEMORY}"
+                 f"{_window(span, -(self.n + 1), self.s)}))")
+        return f'label_replace({inner}, "UUID", "$1", "device_uuid", "(.+)")'
+
+    def _hami_share(self) -> str:
+        lookback = f"[{(self.n + 1) * self.s}s]"
+        memory = (f"(max by ({_by(HAMI_IDENTITY)}) (last_over_time({self.hami_memory}{lookback}))"
+                  f" / on (device_uuid) group_left"
+                  f" max by (device_uuid) (last_over_time({HAMI_DEVICE_MEMORY}{lookback})))")
+        cores = f"(max by ({_by(HAMI_IDENTITY)}) (last_over_time({self.hami_cores}{lookback})) / 100)"
+        if self.settings.share_rule == "memory":
+            return memory
+        if self.settings.share_rule == "cores":
+            return cores
+        return (f"max by ({_by(HAMI_IDENTITY)}) ("
+                f'label_replace({memory}, "share_part", "memory", "", "")'
+                f' or label_replace({cores}, "share_part", "cores", "", ""))')
+
+    # -- per-slot expressions -------------------------------------------------------------------
+    def dcgm_held_slot(self) -> str:
+        """1 per (identity) for every held slot of an attributed whole GPU or MIG instance."""
+        return f"(({self._held(self._dcgm_present)}) unless on (UUID) ({self.hami_devices()}))"
+
+    def hami_share_slot(self) -> str:
+        """The container's share (0..1) for every held slot of a HAMi allocation."""
+        return (f"(({self._hami_share()}) and on ({_by(HAMI_IDENTITY)}) "
+                f"({self._held(self._hami_present)}))")
+
+    # -- hourly totals (range query, step 1h, evaluated at hour ends) -----------------------------
+    def dcgm_hourly_slots(self) -> str:
+        """Held slots per (tenant namespace, GPU model, MIG profile) in the hour ending at t."""
+        return (f"sum by ({_by(DCGM_GROUP)}) "
+                f"(sum_over_time(({self.dcgm_held_slot()})[3600s:{self.s}s]))")
+
+    def hami_hourly_share_slots(self) -> str:
+        """Σ share over held slots per (tenant namespace, HAMi device type) in the hour ending at t."""
+        device_type = (f"group by (device_uuid, device_type) "
+                       f"(last_over_time({HAMI_DEVICE_MEMORY}[3600s]))")
+        return (f"sum by ({_by(HAMI_GROUP)}) ("
+                f"sum_over_time(({self.hami_share_slot()})[3600s:{self.s}s])"
+                f" * on (device_uuid) group_left (device_type) {device_type})")

@@ -1,0 +1,243 @@
+"""Measured GPU usage per tenant x flavor x hour, computed inside the TSDB.
+
+Contract (what `billing.collect` relies on)
+-------------------------------------------
+`measure(client, flavors, start, end, *, scrape_interval=30, max_gap_scrapes=3, share_rule="max",
+usage_metric="DCGM_FI_DEV_FB_USED", chunk_hours=24) -> list[UsageSample]`
+
+* `client` is an `infra.metrics.MetricsClient` (anything with `.range(query, start, end, step_seconds)`).
+* `flavors` are plain `FlavorSpec`s: name, mode (`whole` | `mig` | `hami`), `model_name` (dcgm-exporter's
+  `modelName`, e.g. "NVIDIA A100 80GB PCIe"), `mig_profile` (MIG only, e.g. "3g.40gb"), `weight`
+  (GPU-equivalents of one unit). At most one flavor per (mode, model, profile); HAMi: one per model.
+* `start`, `end`: UTC-aware datetimes on whole hours, `start < end`. The window is [start, end).
+* Returns one `UsageSample(tenant_slug, flavor, hour_start, unit_seconds, gpu_equivalent_seconds)` per
+  (tenant, flavor, hour) with non-zero use, sorted by (hour_start, tenant_slug, flavor). Hours without use
+  are absent (the collector replaces the whole window, so absence means zero).
+    - whole GPU: unit_seconds = Σ held seconds of attributed GPUs (integer);
+      gpu_equivalent_seconds = unit_seconds x weight.
+    - MIG: the same per MIG instance of the flavor's profile on that GPU model.
+    - HAMi: unit_seconds = Σ held seconds x measured share (0..1 of one GPU, by `share_rule`);
+      gpu_equivalent_seconds = unit_seconds — the measured share *is* the GPU fraction and replaces the
+      flavor's nominal weight (catalog weight of a HAMi flavor = its nominal share), so it is not applied
+      twice. Quantized to 0.001 s (shares are ratios computed in float64 by the TSDB).
+* Pure and deterministic: the same TSDB content gives the same list (collecting twice replaces rows).
+  Numbers for [start, end) depend on samples up to `settles_at(end)`: collect a window once it is older.
+* Usage the query sees but no flavor matches (unknown model or profile) is reported by
+  `measure_report(...)` as `unmatched`, never silently dropped; `measure` returns the matched part.
+* Bad arguments raise `MeteringInputError` (a `ValueError` with a `field`), before any query runs.
+
+Method: see `billing.metering.promql` and docs/billing.md § "Measuring method".
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Protocol
+
+from billing.metering.promql import SHARE_RULES, Queries, QuerySettings
+
+WHOLE, MIG, HAMI = "whole", "mig", "hami"
+DEFAULT_USAGE_METRIC = "DCGM_FI_DEV_FB_USED"
+DEFAULT_SCRAPE_INTERVAL = 30
+DEFAULT_MAX_GAP_SCRAPES = 3
+TENANT_PREFIX = "tenant-"
+HOUR = timedelta(hours=1)
+SECONDS_QUANTUM = Decimal("0.001")
+
+
+class RangeQuerier(Protocol):
+    def range(self, query: str, start: datetime, end: datetime, step_seconds: int) -> list: ...
+
+
+class MeteringInputError(ValueError):
+    def __init__(self, field_name: str, reason: str) -> None:
+        super().__init__(f"{field_name}: {reason}")
+        self.field = field_name
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class FlavorSpec:
+    name: str
+    mode: str
+    model_name: str
+    weight: Decimal
+    mig_profile: str = ""
+
+
+@dataclass(frozen=True, order=True)
+class UsageSample:
+    hour_start: datetime
+    tenant_slug: str
+    flavor: str
+    unit_seconds: Decimal
+    gpu_equivalent_seconds: Decimal
+
+
+@dataclass(frozen=True, order=True)
+class Unmatched:
+    hour_start: datetime
+    tenant_slug: str
+    mode: str  # whole | mig | hami
+    model_name: str
+    mig_profile: str
+    unit_seconds: Decimal
+
+
+@dataclass
+class Report:
+    samples: list[UsageSample]
+    unmatched: list[Unmatched] = field(default_factory=list)
+    queries: int = 0
+
+
+def settles_at(end: datetime, *, scrape_interval: int = DEFAULT_SCRAPE_INTERVAL,
+               max_gap_scrapes: int = DEFAULT_MAX_GAP_SCRAPES) -> datetime:
+    """After this moment no new scrape can change the numbers for a window ending at `end`
+    (gap bridging looks up to N slots ahead; the HAMi device check N + 1)."""
+    return end + timedelta(seconds=(max_gap_scrapes + 2) * scrape_interval)
+
+
+def _model_key(name: str) -> str:
+    # dcgm-exporter's --replace-blanks-in-model-name turns blanks into dashes; compare both forms alike.
+    return name.strip().replace(" ", "-").casefold()
+
+
+def _hami_model_keys(device_type: str) -> tuple[str, ...]:
+    # HAMi names NVIDIA devices "NVIDIA-<NVML name>", e.g. "NVIDIA-NVIDIA A100-SXM4-80GB".
+    key = _model_key(device_type)
+    return (key, key.removeprefix("nvidia-")) if key.startswith("nvidia-") else (key,)
+
+
+class FlavorIndex:
+    def __init__(self, flavors: Iterable[FlavorSpec]) -> None:
+        self.by_key: dict[tuple[str, str, str], FlavorSpec] = {}
+        names: set[str] = set()
+        for flavor in flavors:
+            if not flavor.name:
+                raise MeteringInputError("flavors", "a flavor has no name")
+            if flavor.name in names:
+                raise MeteringInputError("flavors", f"flavor {flavor.name!r} appears twice")
+            names.add(flavor.name)
+            if flavor.mode not in (WHOLE, MIG, HAMI):
+                raise MeteringInputError("flavors", f"flavor {flavor.name!r}: unknown mode {flavor.mode!r}")
+            if not flavor.model_name:
+                raise MeteringInputError("flavors", f"flavor {flavor.name!r} has no GPU model name")
+            if flavor.mode == MIG and not flavor.mig_profile:
+                raise MeteringInputError("flavors", f"MIG flavor {flavor.name!r} has no MIG profile")
+            if not isinstance(flavor.weight, Decimal) or flavor.weight <= 0:
+                raise MeteringInputError("flavors", f"flavor {flavor.name!r}: weight must be a positive Decimal")
+            key = (flavor.mode, _model_key(flavor.model_name), flavor.mig_profile if flavor.mode == MIG else "")
+            if key in self.by_key:
+                raise MeteringInputError(
+                    "flavors", f"flavors {self.by_key[key].name!r} and {flavor.name!r} both measure {key[1]!r}"
+                    f"{' ' + key[2] if key[2] else ''} ({flavor.mode}); usage could not be told apart")
+            self.by_key[key] = flavor
+
+    def dcgm(self, model_name: str, mig_profile: str) -> FlavorSpec | None:
+        mode = MIG if mig_profile else WHOLE
+        return self.by_key.get((mode, _model_key(model_name), mig_profile))
+
+    def hami(self, device_type: str) -> FlavorSpec | None:
+        for key in _hami_model_keys(device_type):
+            if (found := self.by_key.get((HAMI, key, ""))) is not None:
+                return found
+        return None
+
+
+def _check_window(start: datetime, end: datetime) -> None:
+    for name, moment in (("start", start), ("end", end)):
+        if not isinstance(moment, datetime) or moment.tzinfo is None or moment.utcoffset() != timedelta(0):
+            raise MeteringInputError(name, "must be a UTC datetime")
+        if moment.minute or moment.second or moment.microsecond:
+            raise MeteringInputError(name, "must be on a whole hour")
+    if start >= end:
+        raise MeteringInputError("end", "must be after start")
+
+
+def _chunks(start: datetime, end: datetime, hours: int) -> Iterable[tuple[datetime, datetime]]:
+    cursor = start
+    while cursor < end:
+        upper = min(cursor + timedelta(hours=hours), end)
+        yield cursor, upper
+        cursor = upper
+
+
+def _tenant(namespace: str, prefix: str) -> str | None:
+    slug = namespace.removeprefix(prefix)
+    return slug if namespace.startswith(prefix) and slug else None
+
+
+def _hour_start(timestamp: Decimal) -> datetime:
+    return datetime.fromtimestamp(int(timestamp), tz=UTC) - HOUR
+
+
+def measure_report(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: datetime, end: datetime, *,
+                   scrape_interval: int = DEFAULT_SCRAPE_INTERVAL,
+                   max_gap_scrapes: int = DEFAULT_MAX_GAP_SCRAPES, share_rule: str = "max",
+                   usage_metric: str = DEFAULT_USAGE_METRIC, chunk_hours: int = 24) -> Report:
+    _check_window(start, end)
+    if chunk_hours < 1:
+        raise MeteringInputError("chunk_hours", "must be at least 1")
+    if share_rule not in SHARE_RULES:
+        raise MeteringInputError("share_rule", f"must be one of {', '.join(SHARE_RULES)}")
+    try:
+        queries = Queries(QuerySettings(scrape_interval, max_gap_scrapes, usage_metric, share_rule,
+                                        TENANT_PREFIX))
+    except ValueError as exc:
+        raise MeteringInputError("settings", str(exc)) from exc
+    index = FlavorIndex(flavors)
+    s = Decimal(scrape_interval)
+
+    totals: dict[tuple[datetime, str, str], list[Decimal]] = defaultdict(lambda: [Decimal(0), Decimal(0)])
+    unmatched: dict[tuple[datetime, str, str, str, str], Decimal] = defaultdict(Decimal)
+    count = 0
+    for lower, upper in _chunks(start, end, chunk_hours):
+        # Range query evaluated at each hour END in (lower, upper]; each point covers the hour before it.
+        first_end, last_end = lower + HOUR, upper
+        for kind, query in ((WHOLE, queries.dcgm_hourly_slots()), (HAMI, queries.hami_hourly_share_slots())):
+            count += 1
+            for series in client.range(query, first_end, last_end, 3600):
+                tenant = _tenant(series.labels.get("namespace", ""), TENANT_PREFIX)
+                if tenant is None:
+                    continue
+                if kind == WHOLE:
+                    model, profile = series.labels.get("modelName", ""), series.labels.get("GPU_I_PROFILE", "")
+                    flavor = index.dcgm(model, profile)
+                    mode = MIG if profile else WHOLE
+                else:
+                    model, profile = series.labels.get("device_type", ""), ""
+                    flavor = index.hami(model)
+                    mode = HAMI
+                for sample in series.samples:
+                    hour = _hour_start(sample.timestamp)
+                    if not (start <= hour < end) or not sample.value.is_finite() or sample.value == 0:
+                        continue
+                    seconds = (sample.value * s).quantize(SECONDS_QUANTUM)
+                    if flavor is None:
+                        unmatched[(hour, tenant, mode, model, profile)] += seconds
+                        continue
+                    row = totals[(hour, tenant, flavor.name)]
+                    row[0] += seconds
+                    row[1] += seconds if mode == HAMI else seconds * flavor.weight
+    samples = sorted(
+        UsageSample(hour, tenant, name, unit.quantize(SECONDS_QUANTUM), gpu_eq.quantize(SECONDS_QUANTUM))
+        for (hour, tenant, name), (unit, gpu_eq) in totals.items()
+        if unit != 0
+    )
+    missing = sorted(Unmatched(*key, value) for key, value in unmatched.items())
+    return Report(samples=samples, unmatched=missing, queries=count)
+
+
+def measure(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: datetime, end: datetime, *,
+            scrape_interval: int = DEFAULT_SCRAPE_INTERVAL, max_gap_scrapes: int = DEFAULT_MAX_GAP_SCRAPES,
+            share_rule: str = "max", usage_metric: str = DEFAULT_USAGE_METRIC,
+            chunk_hours: int = 24) -> list[UsageSample]:
+    """Usage per (tenant, flavor, hour) in [start, end); the contract is in the module docstring."""
+    return measure_report(client, flavors, start, end, scrape_interval=scrape_interval,
+                          max_gap_scrapes=max_gap_scrapes, share_rule=share_rule,
+                          usage_metric=usage_metric, chunk_hours=chunk_hours).samples

@@ -1,0 +1,178 @@
+"""Prometheus-API client for VictoriaMetrics or Prometheus: instant and range queries, parsed exactly.
+
+Errors are classified so a Celery task knows whether to retry:
+  * connection refused/reset, timeouts, HTTP 5xx, and API errors of type `timeout`/`unavailable`
+    → `TransientError` (the query may well succeed later);
+  * HTTP 4xx, `"status": "error"` with any other type (`bad_data`, `execution`, ...), and answers that
+    are not a Prometheus API envelope → `PermanentError` (the query itself is wrong; retrying won't help).
+A bounded number of immediate re-attempts (default 2 in total) is made for transient failures, because
+queries are read-only; anything longer is the task's retry policy, not a sleep here.
+
+Values arrive as strings ("1", "0.25", "NaN"); they are kept as `Decimal` so sums of exact counts stay
+exact. Timestamps are seconds since the epoch, possibly fractional ("1767225600.5"), also `Decimal`.
+VictoriaMetrics caches range results per query; `nocache=1` makes every query read the storage, so data
+imported or back-filled after a first query is never hidden by the cache (billing re-collects windows).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import requests
+
+from infra import http
+from infra.errors import PermanentError, TransientError
+
+QUERY_TIMEOUTS = http.Timeouts(connect=3.05, read=120.0)
+TRANSIENT_API_ERRORS = frozenset({"timeout", "unavailable", "canceled"})
+
+
+@dataclass(frozen=True)
+class Sample:
+    timestamp: Decimal  # seconds since the epoch, exactly as sent
+    value: Decimal
+
+    @property
+    def at(self) -> datetime:
+        return datetime.fromtimestamp(float(self.timestamp), tz=UTC)
+
+
+@dataclass(frozen=True)
+class Series:
+    labels: Mapping[str, str]
+    samples: tuple[Sample, ...]
+
+    @property
+    def value(self) -> Decimal:
+        """The single value of an instant-vector element."""
+        if len(self.samples) != 1:
+            raise ValueError(f"series has {len(self.samples)} samples, not one")
+        return self.samples[0].value
+
+
+def _number(raw: Any, what: str) -> Decimal:
+    try:
+        return Decimal(str(raw))
+    except (InvalidOperation, ValueError) as exc:
+        raise PermanentError(f"metrics API returned a non-numeric {what}: {raw!r}") from exc
+
+
+def _sample(pair: Any) -> Sample:
+    if not isinstance(pair, list | tuple) or len(pair) != 2:
+        raise PermanentError(f"metrics API returned a malformed sample: {pair!r}")
+    return Sample(timestamp=_number(pair[0], "timestamp"), value=_number(pair[1], "value"))
+
+
+def parse_result(data: Any) -> list[Series]:
+    """Turn the `data` member of a query answer into series (vector, matrix and scalar)."""
+    if not isinstance(data, dict) or "resultType" not in data:
+        raise PermanentError("metrics API answer has no data.resultType")
+    kind, result = data["resultType"], data.get("result")
+    if kind == "vector":
+        return [Series(dict(item.get("metric") or {}), (_sample(item["value"]),)) for item in result or []]
+    if kind == "matrix":
+        return [
+            Series(dict(item.get("metric") or {}), tuple(_sample(p) for p in item.get("values") or []))
+            for item in result or []
+        ]
+    if kind == "scalar":
+        return [Series({}, (_sample(result),))]
+    raise PermanentError(f"metrics API returned an unsupported result type {kind!r}")
+
+
+def _unix(moment: datetime | int | Decimal) -> str:
+    if isinstance(moment, datetime):
+        if moment.tzinfo is None:
+            raise ValueError("query times must be timezone-aware (UTC)")
+        return format(Decimal(int(moment.timestamp() * 1_000_000)) / 1_000_000, "f")
+    return str(moment)
+
+
+class MetricsClient:
+    """Queries one Prometheus-compatible endpoint (`base_url` without `/api/v1`)."""
+
+    def __init__(self, base_url: str, *, session: requests.Session | None = None,
+                 timeouts: http.Timeouts = QUERY_TIMEOUTS,
+                 attempts: int = 2, victoria_metrics: bool = True) -> None:
+        if not base_url:
+            raise PermanentError("no metrics URL configured (GPUFLEET_METRICS_URL)")
+        if attempts < 1:
+            raise ValueError("attempts must be at least 1")
+        self.base_url = base_url.rstrip("/")
+        self.session = session or http.session(timeouts)
+        self.timeouts = timeouts
+        self.attempts = attempts
+        self.victoria_metrics = victoria_metrics
+        self.requests_made = 0  # for benchmarks: how many round trips a measurement took
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ, **kwargs: Any) -> MetricsClient:
+        return cls(environ.get("GPUFLEET_METRICS_URL", ""), **kwargs)
+
+    def instant(self, query: str, at: datetime | int | Decimal) -> list[Series]:
+        return self._query("/api/v1/query", {"query": query, "time": _unix(at)})
+
+    def range(self, query: str, start: datetime | int | Decimal, end: datetime | int | Decimal,
+              step_seconds: int) -> list[Series]:
+        if step_seconds <= 0:
+            raise ValueError("step must be positive")
+        params = {"query": query, "start": _unix(start), "end": _unix(end), "step": f"{step_seconds}s"}
+        return self._query("/api/v1/query_range", params)
+
+    def _query(self, path: str, params: dict[str, str]) -> list[Series]:
+        if self.victoria_metrics:
+            params = {**params, "nocache": "1"}
+        last: TransientError | None = None
+        for attempt in range(self.attempts):
+            try:
+                return self._once(path, params)
+            except TransientError as exc:
+                last = exc
+                if attempt + 1 < self.attempts:
+                    time.sleep(min(0.2 * (attempt + 1), 1.0))
+        assert last is not None
+        raise last
+
+    def _once(self, path: str, params: dict[str, str]) -> list[Series]:
+        url = f"{self.base_url}{path}"
+        self.requests_made += 1
+        try:
+            # POST keeps long PromQL out of URLs (both Prometheus and VictoriaMetrics accept form bodies).
+            response = self.session.post(url, data=params, timeout=self.timeouts.as_tuple())
+        except requests.Timeout as exc:
+            raise TransientError(f"metrics query timed out: {exc}", delay=30) from exc
+        except requests.ConnectionError as exc:
+            raise TransientError(f"metrics server unreachable: {exc}", delay=15) from exc
+        if response.status_code >= 500:
+            raise TransientError(f"metrics server error {response.status_code}: {response.text[:300]}",
+                                 delay=_retry_after(response, 15))
+        try:
+            body = response.json()
+        except ValueError as exc:
+            if response.status_code >= 400:
+                raise PermanentError(f"metrics query rejected ({response.status_code}): "
+                                     f"{response.text[:300]}") from exc
+            raise PermanentError("metrics server did not answer with JSON") from exc
+        if not isinstance(body, dict):
+            raise PermanentError("metrics server answer is not a JSON object")
+        if body.get("status") != "success":
+            kind, message = body.get("errorType", ""), body.get("error", "unknown error")
+            if kind in TRANSIENT_API_ERRORS:
+                raise TransientError(f"metrics query {kind}: {message}", delay=30)
+            raise PermanentError(f"metrics query failed ({kind or response.status_code}): {message}")
+        if response.status_code >= 400:
+            raise PermanentError(f"metrics query rejected ({response.status_code})")
+        return parse_result(body.get("data"))
+
+
+def _retry_after(response: requests.Response, default: float) -> float:
+    try:
+        return float(response.headers.get("Retry-After", default))
+    except ValueError:
+        return default
