@@ -2,7 +2,8 @@
 
 A user signs in with a password (the test profile allows it), requests a tenant (first with a bad
 slug, fixed after reading the error), signs out; a platform admin signs in, approves it from the
-approvals queue and sees it `ready`, its objects listed; the requester then sees it ready too.
+approvals queue and sees it `ready`, its objects listed; the requester then sees it ready too, and
+creates an API token whose secret is shown once.
 
 The browser runs in the test thread against pytest-django's `live_server` (another thread), so the
 database is set up before Playwright starts and checked after it stops: Playwright's sync API keeps
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from gpufleet.accounts.models import ApiToken, hash_secret
 from tenants.models import Phase, Tenant
 from tests.support import factories
 from tests.support.services import missing
@@ -74,6 +76,7 @@ def test_request_approve_ready_in_a_real_browser(
             # Anonymous: the portal sends us to sign in.
             page.goto(f"{base}/")
             assert "/login/" in page.url
+            page.screenshot(path=str(shots / "0-sign-in.png"), full_page=True)
 
             sign_in(page, base, "alice")
             page.get_by_role("link", name="Request a tenant").first.click()
@@ -92,6 +95,7 @@ def test_request_approve_ready_in_a_real_browser(
 
             sign_in(page, base, "root-admin")
             page.get_by_role("link", name="Approvals").click()
+            page.screenshot(path=str(shots / "2-approvals.png"), full_page=True)
             page.get_by_role("button", name="Approve vision-lab").click()
             page.wait_for_selector(".flash-success")
             seen["flash"] = page.inner_text(".flash")
@@ -101,12 +105,21 @@ def test_request_approve_ready_in_a_real_browser(
             seen["admin phase"] = page.inner_text("[data-testid=phase]")
             seen["liveness"] = page.inner_text("[data-testid=liveness]")
             seen["objects"] = page.inner_text("[data-testid=owned-objects]")
-            page.screenshot(path=str(shots / "2-tenant-ready.png"), full_page=True)
+            page.screenshot(path=str(shots / "3-tenant-ready.png"), full_page=True)
             sign_out(page)
 
             sign_in(page, base, "alice")
             seen["alice list"] = page.inner_text("[data-testid=tenant-list]")
-            page.screenshot(path=str(shots / "3-my-tenants.png"), full_page=True)
+            page.screenshot(path=str(shots / "4-my-tenants.png"), full_page=True)
+
+            # An API token: the secret is on the page once, and gone after a reload.
+            page.get_by_role("link", name="API tokens").click()
+            page.fill("#id_name", "laptop")
+            page.get_by_role("button", name="Create token").click()
+            seen["token"] = page.input_value("[data-testid=new-token] input")
+            page.screenshot(path=str(shots / "5-token-once.png"), full_page=True)
+            page.reload()
+            seen["tokens after reload"] = page.content()
         finally:
             browser.close()
 
@@ -124,5 +137,9 @@ def test_request_approve_ready_in_a_real_browser(
     assert (gitops_repo / "tenants" / "vision-lab" / "namespace.core_tenant-vision-lab.yaml").is_file()
     log = subprocess.run(["git", "-C", str(gitops_repo), "log", "--format=%s"], capture_output=True, text=True)
     assert "tenant vision-lab: reconcile generation 1" in log.stdout
-    for name in ("1-request-error.png", "2-tenant-ready.png", "3-my-tenants.png"):
+    token = ApiToken.objects.get(user__username="alice")
+    assert seen["token"].startswith(token.prefix) and token.digest == hash_secret(seen["token"])
+    assert seen["token"] not in seen["tokens after reload"]
+    for name in ("0-sign-in.png", "1-request-error.png", "2-approvals.png", "3-tenant-ready.png",
+                 "4-my-tenants.png", "5-token-once.png"):
         assert (shots / name).stat().st_size > 10_000, f"{name} looks empty"

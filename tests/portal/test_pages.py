@@ -150,3 +150,20 @@ def test_static_stylesheet_is_served_locally(alice_client) -> None:
     page = alice_client.get(reverse("portal:home")).content.decode()
     assert "/static/portal/portal.css" in page
     assert "http://" not in page and "https://" not in page, "no external assets"
+
+
+def test_condition_with_many_problems_is_listed_one_per_line(alice_client, acme) -> None:
+    from tenants.actions import _condition
+    from tenants.models import Tenant
+
+    problems = [f"CiliumNetworkPolicy/{i}: spec is not valid" for i in range(3)]
+    conditions = [
+        _condition("Ready", "False", "InvalidManifest", "; ".join(problems)),
+        _condition("Secrets", "False", "NotConfigured", "OpenBao is not configured; secrets step skipped"),
+    ]
+    Tenant.objects.filter(pk=acme.pk).update(phase=Phase.FAILED, conditions=conditions)
+    page = alice_client.get(reverse("portal:tenant-detail", args=["acme"])).content.decode()
+    for problem in problems:
+        assert f"<li>{problem}</li>" in page
+    assert "OpenBao is not configured; secrets step skipped" in page
+    assert "The last apply failed" in page

@@ -1,4 +1,5 @@
 from django.urls import path
+from mozilla_django_oidc.views import OIDCLogoutView
 
 from .views import admin, auth, tenants, tokens
 
@@ -7,7 +8,8 @@ app_name = "portal"
 urlpatterns = [
     path("", tenants.tenant_list, name="home"),
     path("login/", auth.login, name="login"),
-    path("logout/", auth.logout, name="logout"),
+    # Ends the Django session, then the provider's when OIDC is on (gpufleet.accounts.oidc.provider_logout_url).
+    path("logout/", OIDCLogoutView.as_view(), name="logout"),
     path("tenants/new/", tenants.tenant_request, name="tenant-request"),
     path("tenants/<slug:slug>/", tenants.tenant_detail, name="tenant-detail"),
     path("tenants/<slug:slug>/rename/", tenants.tenant_rename, name="tenant-rename"),
