@@ -25,7 +25,12 @@ install: $(STAMP)
 demo: $(DEMO_STAMP)
 	$(BIN)/gpufleet serve 127.0.0.1:8000
 
-test: $(STAMP)
+# The OIDC sign-in tests' provider (npm oidc-provider); without npm those tests skip (CI installs it).
+OIDC_NODE := tests/oidc/node_modules/.package-lock.json
+$(OIDC_NODE): tests/oidc/package-lock.json
+	@if command -v npm >/dev/null; then npm ci --prefix tests/oidc --no-audit --no-fund --loglevel=error; fi
+
+test: $(STAMP) $(OIDC_NODE)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 	DJANGO_SETTINGS_MODULE=gpufleet.settings.test $(BIN)/python manage.py makemigrations --check --dry-run

@@ -221,3 +221,14 @@ def test_logout_ends_the_session_and_the_provider_session(live_server, oidc_sett
     # The provider session is gone too: signing in again asks for the password.
     trace = to_callback(http, live_server.url, "alice", "alice-pw")
     assert trace.prompts[0] == "login"
+
+
+def test_portal_sign_out_goes_through_the_provider_too(live_server, oidc_settings, db):
+    http = requests.Session()
+    sign_in(http, live_server.url, "bob", "bob-pw")
+    session_key = http.cookies["sessionid"]
+    response = http.post(f"{live_server.url}/logout/", headers={"X-CSRFToken": http.cookies["csrftoken"]},
+                         allow_redirects=False, timeout=TIMEOUT)
+    assert response.status_code == 302
+    assert response.headers["Location"].startswith(oidc_settings.discovery["end_session_endpoint"] + "?")
+    assert not SessionStore().exists(session_key)

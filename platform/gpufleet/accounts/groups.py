@@ -20,7 +20,7 @@ _RANK = {role: len(TENANT_ROLES) - i for i, role in enumerate(TENANT_ROLES)}
 # A DNS-1123 label of 3-40 characters, the tenant slug rule (tenants/slugs.py); the group can only name
 # a tenant whose slug was valid, so a looser pattern would only admit names that match nothing.
 MEMBERSHIP_GROUP = re.compile(
-    r"^gpufleet:(?P<tenant>[a-z0-9][a-z0-9-]{1,38}[a-z0-9]):(?P<role>owner|admin|member|viewer)$"
+    r"gpufleet:(?P<tenant>[a-z0-9][a-z0-9-]{1,38}[a-z0-9]):(?P<role>owner|admin|member|viewer)"
 )
 # Some providers (Keycloak with full group paths) prefix group names with "/".
 _PATH_PREFIX = "/"
@@ -47,11 +47,12 @@ def parse_groups(groups: object) -> GroupGrants:
     for group in groups:
         if not isinstance(group, str):
             continue
-        name = group.strip().removeprefix(_PATH_PREFIX)
+        # No trimming or case folding: a group that is not spelled exactly right grants nothing.
+        name = group.removeprefix(_PATH_PREFIX)
         if name in PLATFORM_ROLES:
             roles.add(name)
             continue
-        match = MEMBERSHIP_GROUP.match(name)
+        match = MEMBERSHIP_GROUP.fullmatch(name)
         if match is None:
             continue
         tenant, role = match["tenant"], match["role"]

@@ -17,6 +17,7 @@ import logging
 from typing import Any
 from urllib.parse import urlencode
 
+import jwt
 import requests
 from django.conf import settings
 from django.contrib import auth
@@ -59,7 +60,11 @@ class GpufleetOIDCBackend(OIDCAuthenticationBackend):
         return super().authenticate(request, **kwargs)
 
     def verify_token(self, token: str, **kwargs: Any) -> dict[str, Any]:
-        payload = super().verify_token(token, **kwargs)
+        try:
+            payload = super().verify_token(token, **kwargs)
+        except jwt.PyJWTError as exc:
+            # mozilla-django-oidc only maps DecodeError; an expired or not-yet-valid token would be a 500.
+            raise SuspiciousOperation(f"ID token rejected: {exc}") from exc
         # OIDC Core 3.1.3.7: the ID token must come from our issuer and be meant for this client.
         if str(payload.get("iss", "")).rstrip("/") != _issuer():
             raise SuspiciousOperation("ID token issuer does not match OIDC_OP_ISSUER")
@@ -152,11 +157,11 @@ def provider_logout_url(request: HttpRequest) -> str:
     RP-initiated logout (OIDC RP-Initiated Logout 1.0) when the provider has an end-session endpoint,
     so signing out of gpufleet also ends the provider session; otherwise gpufleet's own sign-in page.
     """
-    local = request.build_absolute_uri(resolve_url(settings.LOGOUT_REDIRECT_URL))
+    local = resolve_url(settings.LOGOUT_REDIRECT_URL)
     endpoint = getattr(settings, "OIDC_OP_LOGOUT_ENDPOINT", "")
     if not oidc_enabled() or not endpoint:
         return local
-    params = {"client_id": settings.OIDC_RP_CLIENT_ID, "post_logout_redirect_uri": local}
+    params = {"client_id": settings.OIDC_RP_CLIENT_ID, "post_logout_redirect_uri": request.build_absolute_uri(local)}
     id_token = request.session.get("oidc_id_token")
     if id_token:
         params["id_token_hint"] = id_token
