@@ -1,0 +1,53 @@
+"""gpufleet endpoint create SLUG NAME --model MODEL --tier TIER [--deployment D] | list [SLUG] | delete SLUG NAME"""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from scheduling import actions
+from scheduling.models import InferenceEndpoint
+from tenants.management.commands._util import get_tenant
+
+from ._cli import run
+
+
+class Command(BaseCommand):
+    help = "Scale-to-zero inference endpoints (KEDA ScaledObjects on vLLM queue depth and KV cache)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        sub = parser.add_subparsers(dest="verb", required=True)
+        create = sub.add_parser("create")
+        create.add_argument("slug")
+        create.add_argument("name")
+        create.add_argument("--model", required=True, help="served model name (vLLM model_name label)")
+        create.add_argument("--tier", required=True, help="critical, standard or batch (or a custom tier)")
+        create.add_argument("--deployment", default=None, help="Deployment to scale (default: NAME)")
+        create.add_argument("--queue-target", default=None)
+        create.add_argument("--kv-cache-target", default=None, help="0-1 fraction (default 0.8)")
+        create.add_argument("--trigger-metric", action="append", default=None)
+        sub.add_parser("list").add_argument("slug", nargs="?")
+        delete = sub.add_parser("delete")
+        delete.add_argument("slug")
+        delete.add_argument("name")
+
+    def handle(self, *args: object, verb: str, **o: object) -> None:
+        if verb == "list":
+            rows = InferenceEndpoint.objects.select_related("tenant", "tier")
+            if o.get("slug"):
+                rows = rows.filter(tenant__slug=o["slug"])
+            run(self, "endpoint list", lambda: [endpoint_json(e) for e in rows])
+            return
+        tenant = get_tenant(str(o["slug"]))
+        if verb == "create":
+            run(self, "endpoint create", lambda: endpoint_json(actions.create_endpoint(
+                tenant, o["name"], model=o["model"], tier=o["tier"], deployment=o["deployment"],
+                queue_target=o["queue_target"], kv_cache_target=o["kv_cache_target"], triggers=o["trigger_metric"])))
+            return
+        endpoint = InferenceEndpoint.objects.filter(tenant=tenant, name=o["name"]).first()
+        if endpoint is None:
+            raise CommandError(f"no endpoint {o['name']!r} in tenant {tenant.slug!r}")
+        run(self, "endpoint delete", lambda: actions.delete_endpoint(endpoint))
+
+
+def endpoint_json(endpoint: InferenceEndpoint) -> dict:
+    return {"tenant": endpoint.tenant.slug, **actions.endpoint_snapshot(endpoint)}

@@ -1,0 +1,54 @@
+"""gpufleet flavor create NAME --gpu-model MODEL --mode {whole,mig,hami} [...] | capacity NAME | list"""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from scheduling import actions, catalog
+from scheduling.models import Flavor
+
+from ._cli import parse_pairs, run
+
+
+class Command(BaseCommand):
+    help = "Manage GPU flavors (whole GPUs, MIG instances, HAMi shares)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        sub = parser.add_subparsers(dest="verb", required=True)
+        create = sub.add_parser("create", help="the GPU model must exist (gpufleet gpu-model create)")
+        create.add_argument("name")
+        create.add_argument("--gpu-model", required=True)
+        create.add_argument("--mode", required=True, choices=catalog.MODES)
+        create.add_argument("--mig-profile", default="")
+        create.add_argument("--memory-percent", default=None)
+        create.add_argument("--cores-percent", default=None)
+        create.add_argument("--capacity", default=0, help="units the fleet offers (entered inventory)")
+        create.add_argument("--weight", default=None, help="GPU-equivalents per unit (default: catalog rule)")
+        create.add_argument("--overcommit-factor", default=None)
+        create.add_argument("--node-label", action="append", metavar="KEY=VALUE")
+        capacity = sub.add_parser("capacity", help="change entered capacity or the overcommit factor")
+        capacity.add_argument("name")
+        capacity.add_argument("--capacity", default=None)
+        capacity.add_argument("--overcommit-factor", default=None)
+        sub.add_parser("list")
+
+    def handle(self, *args: object, verb: str, **o: object) -> None:
+        if verb == "list":
+            run(self, "flavor list", lambda: [flavor_json(f) for f in Flavor.objects.select_related("gpu_model")])
+        elif verb == "create":
+            labels = parse_pairs(o["node_label"], "--node-label")  # type: ignore[arg-type]
+            run(self, "flavor create", lambda: flavor_json(actions.create_flavor(
+                o["name"], gpu_model=o["gpu_model"], mode=o["mode"], mig_profile=o["mig_profile"],
+                memory_percent=o["memory_percent"], cores_percent=o["cores_percent"], capacity=o["capacity"],
+                weight=o["weight"], overcommit_factor=o["overcommit_factor"], node_labels=labels)))
+        else:
+            flavor = Flavor.objects.filter(name=o["name"]).first()
+            if flavor is None:
+                raise CommandError(f"no flavor named {o['name']!r}")
+            run(self, "flavor capacity", lambda: flavor_json(actions.set_flavor_capacity(
+                flavor, capacity=o["capacity"], overcommit_factor=o["overcommit_factor"])))
+
+
+def flavor_json(flavor: Flavor) -> dict:
+    return {**actions.flavor_snapshot(flavor), "resource_name": flavor.resource_name,
+            "effective_capacity": actions.effective_capacity(flavor)}

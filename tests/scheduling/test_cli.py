@@ -1,0 +1,59 @@
+"""The fixed CLI names used by acceptance checks: gpu-model, flavor, quota, endpoint, nodepool, render."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+
+import pytest
+import yaml
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from scheduling.models import Flavor, Quota
+from tests.support import factories
+
+pytestmark = pytest.mark.django_db
+
+
+def cli(*args: str) -> str:
+    out = StringIO()
+    call_command(*args, stdout=out, stderr=StringIO())
+    return out.getvalue()
+
+
+def test_cli_catalog_quota_endpoint_and_platform_render() -> None:
+    factories.tenant("acme", "standard", phase="ready")
+    cli("gpu-model", "create", "a100-80gb", "--dcgm-name", "NVIDIA A100-SXM4-80GB", "--memory-mib", "81920")
+    flavor = json.loads(cli("flavor", "create", "a100-2g", "--gpu-model", "a100-80gb", "--mode", "mig",
+                            "--mig-profile", "2g.20gb", "--capacity", "21"))
+    assert flavor["resource_name"] == "nvidia.com/mig-2g.20gb" and flavor["weight"] == "0.2857"
+    cli("flavor", "create", "a100", "--gpu-model", "a100-80gb", "--mode", "whole", "--capacity", "8")
+    with pytest.raises(CommandError, match="gpu_model: unknown GPU model"):
+        cli("flavor", "create", "x", "--gpu-model", "nope", "--mode", "whole")
+    with pytest.raises(CommandError, match="mig_profile"):
+        cli("flavor", "create", "x", "--gpu-model", "a100-80gb", "--mode", "mig", "--mig-profile", "9g.1gb")
+    quota = json.loads(cli("quota", "set", "acme", "--flavor", "a100-2g", "--nominal", "7", "--lending-limit", "3"))
+    assert quota == {"tenant": "acme", "flavor": "a100-2g", "nominal": 7, "borrowing_limit": None,
+                     "lending_limit": 3}
+    with pytest.raises(CommandError, match="lending_limit: must not exceed"):
+        cli("quota", "set", "acme", "--flavor", "a100", "--nominal", "1", "--lending-limit", "2")
+    with pytest.raises(CommandError, match="nominal: over capacity"):
+        cli("quota", "set", "acme", "--flavor", "a100", "--nominal", "9")
+    assert Quota.objects.count() == 1
+    endpoint = json.loads(cli("endpoint", "create", "acme", "chat", "--model", "llama-3-8b", "--tier", "standard"))
+    assert endpoint["tier"] == "standard" and endpoint["deployment"] == "chat"
+    with pytest.raises(CommandError, match="triggers: DCGM_FI_DEV_GPU_UTIL is refused"):
+        cli("endpoint", "create", "acme", "x", "--model", "m", "--tier", "batch",
+            "--trigger-metric", "DCGM_FI_DEV_GPU_UTIL")
+    out, err = StringIO(), StringIO()
+    call_command("nodepool", "create", "a100-spot", "--flavor", "a100", "--gpu-limit", "8",
+                 "--consolidation-policy", "WhenEmptyOrUnderutilized", "--allow-underutilized", stdout=out, stderr=err)
+    assert "WARNING" in err.getvalue() and json.loads(out.getvalue())["warnings"]
+    platform = list(yaml.safe_load_all(cli("render", "--platform", "--validate")))
+    kinds = {m["kind"] for m in platform}
+    assert {"ResourceFlavor", "Cohort", "WorkloadPriorityClass", "Topology", "Queue", "NodePool"} <= kinds
+    assert {m["metadata"]["name"] for m in platform if m["kind"] == "ResourceFlavor"} == {"a100", "a100-2g"}
+    tenant = list(yaml.safe_load_all(cli("render", "--tenant", "acme", "--validate")))
+    assert {"ClusterQueue", "LocalQueue", "ScaledObject"} <= {m["kind"] for m in tenant}
+    assert Flavor.objects.count() == 2
