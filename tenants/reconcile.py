@@ -17,11 +17,13 @@ from infra.backend import ApplyResult, Backend
 from infra.errors import PermanentError, TransientError
 from infra.manifests import digest, ref
 
+from . import secrets
 from .actions import _condition
 from .backends import get_backend, get_schema_registry
 from .locks import tenant_lock
 from .models import Phase, Tenant
 from .render import RenderContext, TenantView, render_platform, render_tenant
+from .teardown import run as teardown_tenant
 
 log = logging.getLogger(__name__)
 
@@ -100,15 +102,22 @@ def reconcile_tenant(tenant_id: int, backend: Backend | None = None, *, ctx: Ren
             if tenant.phase == Phase.APPROVED:
                 # A first tenant needs the platform's shared objects (chart repositories, flavors) too.
                 reconcile_platform(backend)
-            result = backend.apply(tenant.owner, manifests, message=message)
+            if teardown:
+                # Ordered and resumable: stop admission, vCluster, policies, OpenBao, namespace last.
+                result = teardown_tenant(tenant, backend, view, ctx or RenderContext.from_settings(), message)
+            else:
+                result = backend.apply(tenant.owner, manifests, message=message)
+                tenant.conditions = _merge_condition(tenant.conditions, _secrets_condition(tenant.slug))
         except TransientError as exc:
             cond = _condition("Ready", "False", "Retrying", str(exc))
             _set_status(tenant, phase=_current_phase(tenant), conditions=_merge_condition(tenant.conditions, cond))
             raise
         except PermanentError as exc:
             cond = _condition("Ready", "False", "ApplyFailed", str(exc))
-            _finish(tenant, Phase.FAILED, _merge_condition(tenant.conditions, cond), "tenant.failed")
-            return Outcome(tenant.slug, Phase.FAILED, problems=(str(exc),))
+            # A failed teardown stays deprovisioning (FAILED is live: it would re-provision the tenant).
+            failed = Phase.DEPROVISIONING if teardown else Phase.FAILED
+            _finish(tenant, failed, _merge_condition(tenant.conditions, cond), "tenant.failed")
+            return Outcome(tenant.slug, failed, problems=(str(exc),))
         if teardown:
             phase, cond = Phase.DELETED, _condition("Ready", "False", "Deleted", "all owned objects were pruned")
         elif tenant.phase == Phase.SUSPENDED:
@@ -126,6 +135,12 @@ def reconcile_tenant(tenant_id: int, backend: Backend | None = None, *, ctx: Ren
             last_reconciled_at=timezone.now(),
         )
         return Outcome(tenant.slug, phase, result)
+
+
+def _secrets_condition(slug: str) -> dict:
+    """OpenBao step (tenants.secrets); errors propagate as Transient/PermanentError like apply's."""
+    status, reason, text = secrets.ensure(slug)
+    return _condition(secrets.CONDITION, status, reason, text)
 
 
 def _current_phase(tenant: Tenant) -> str:

@@ -72,6 +72,33 @@ RESOURCES: dict[str, tuple[str, bool]] = {
 }
 
 
+def _reference_crds() -> dict[str, tuple[str, bool]]:
+    """Every CRD version in the upstream reference index, so a full reconcile finds what it applies."""
+    import json
+
+    from tests.support.services import REFERENCE_DIR
+
+    index = REFERENCE_DIR / "crds" / "index.json"
+    if not index.is_file():
+        return {}
+    found: dict[str, tuple[str, bool]] = {}
+    for crd in json.loads(index.read_text()):
+        for version in crd.get("versions", []):
+            if version.get("served"):
+                found[f"{crd['group']}/{version['name']}/{crd['plural']}"] = (crd["kind"], crd["scope"] == "Namespaced")
+    return found
+
+
+RESOURCES.update(_reference_crds())
+RESOURCES.update({
+    "rbac.authorization.k8s.io/v1/clusterroles": ("ClusterRole", False),
+    "rbac.authorization.k8s.io/v1/clusterrolebindings": ("ClusterRoleBinding", False),
+    "scheduling.k8s.io/v1/priorityclasses": ("PriorityClass", False),
+    "networking.k8s.io/v1/networkpolicies": ("NetworkPolicy", True),
+    "v1/secrets": ("Secret", True),
+})
+
+
 class EmulatorThread:
     """Start/stop the emulator and its HTTP server on a loopback port in a thread of its own."""
 

@@ -1,0 +1,66 @@
+"""The reconcile's OpenBao step: settings in, a `Secrets` condition out.
+
+Thin edge over `infra.openbao`: builds the client from settings and turns the outcome into a
+Kubernetes-style condition. Not configured (no GPUFLEET_OPENBAO_ADDR) is a normal state for the
+demo and for GitOps-only installs: the step is skipped and the condition says so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+
+from infra.openbao import OpenBao
+
+CONDITION = "Secrets"
+
+
+def configured() -> bool:
+    return bool(settings.GPUFLEET_OPENBAO_ADDR)
+
+
+def client() -> OpenBao:
+    return OpenBao.connect(
+        settings.GPUFLEET_OPENBAO_ADDR,
+        token=settings.GPUFLEET_OPENBAO_TOKEN,
+        role_id=settings.GPUFLEET_OPENBAO_ROLE_ID,
+        secret_id=settings.GPUFLEET_OPENBAO_SECRET_ID,
+        approle_path=settings.GPUFLEET_OPENBAO_APPROLE_PATH,
+        mount=settings.GPUFLEET_OPENBAO_MOUNT,
+        kubernetes_auth=settings.GPUFLEET_OPENBAO_KUBERNETES_AUTH,
+    )
+
+
+def ensure(slug: str) -> tuple[str, str, str]:
+    """(status, reason, message) for the `Secrets` condition. Raises Transient/PermanentError."""
+    if not configured():
+        return "False", "NotConfigured", "OpenBao is not configured (GPUFLEET_OPENBAO_ADDR); secrets step skipped"
+    names = client().ensure_tenant(slug)
+    return (
+        "True",
+        "Provisioned",
+        f"KV v2 {names.mount}/{names.path}/, policy {names.policy}, Kubernetes-auth role {names.role} "
+        f"bound to namespace {names.namespace}",
+    )
+
+
+def revoke(slug: str) -> tuple[str, str, str]:
+    if not configured():
+        return "False", "NotConfigured", "OpenBao is not configured; nothing to revoke"
+    client().revoke_tenant(slug)
+    return "False", "Revoked", "policy, role and all secrets deleted"
+
+
+def store_vcluster_admin(slug: str, kubeconfig: str) -> None:
+    """The platform's credential for a tenant's vCluster lives in OpenBao, never in the database."""
+    client().store_vcluster_admin(slug, kubeconfig)
+
+
+def read_vcluster_admin(slug: str) -> str | None:
+    return client().read_vcluster_admin(slug)
+
+
+def condition_fields(result: tuple[str, str, str]) -> dict[str, Any]:
+    status, reason, message = result
+    return {"type": CONDITION, "status": status, "reason": reason, "message": message}

@@ -1,0 +1,156 @@
+"""Ordered, resumable deprovisioning of one tenant.
+
+Steps (Kubernetes backend, where the API really deletes things in the order we ask):
+1. stop-admission             re-apply the tenant as suspended: GPU quota 0, queues stopped
+2. delete-vcluster            prune the vCluster HelmRelease; wait until it is gone
+3. prune-policies-and-queues  prune everything but the namespace (reverse KIND_ORDER); wait
+4. revoke-secrets             delete the OpenBao role, policy and every secret
+5. delete-namespace           prune the namespace last; wait until it is gone
+
+A GitOps backend only writes the desired state; Argo CD / Flux delete from the cluster in their
+own order. There one commit removes everything, then OpenBao access is revoked.
+
+Progress lives in the tenant's `Deprovisioning` condition (`step` = the last step done), written
+as soon as a step finishes, outside any transaction: a crash (worker killed, exception) at any
+step leaves the record of what is done, and the next reconcile resumes with the step after it.
+Every step is idempotent, so redoing the interrupted one is harmless. "Still deleting" (finalizers)
+is a TransientError: the task retries with backoff, no sleeping in the worker.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.utils import timezone
+
+from infra.backend import ApplyResult, Backend
+from infra.errors import TransientError
+from infra.manifests import Manifest
+
+from . import secrets
+from .models import Phase, Tenant
+from .render import RenderContext, TenantView, render_tenant
+
+CONDITION = "Deprovisioning"
+VCLUSTER_KINDS = {"HelmRelease"}
+WAIT_DELAY = 10.0
+
+
+@dataclass
+class Teardown:
+    tenant: Tenant
+    backend: Backend
+    view: TenantView
+    ctx: RenderContext
+    message: str
+    results: list[ApplyResult] = dataclasses.field(default_factory=list)
+
+    @property
+    def owner(self) -> str:
+        return self.tenant.owner
+
+    def suspended(self) -> list[Manifest]:
+        """The tenant's objects as a suspended tenant has them (admission stopped)."""
+        return render_tenant(dataclasses.replace(self.view, phase=Phase.SUSPENDED), self.ctx)
+
+    def apply(self, manifests: list[Manifest], step: str) -> None:
+        self.results.append(self.backend.apply(self.owner, manifests, message=f"{self.message}: {step}"))
+
+    def wait_until_gone(self, kinds: set[str] | None, step: str) -> None:
+        """Requeue while objects of `kinds` (None: any) still exist (finalizers still running)."""
+        left = [key for key in self.backend.owned(self.owner) if kinds is None or key.split(".", 1)[0] in kinds]
+        if left:
+            raise TransientError(f"{step}: waiting for {', '.join(left[:5])} to be deleted", WAIT_DELAY)
+
+
+def stop_admission(t: Teardown) -> None:
+    t.apply(t.suspended(), "stop-admission")
+
+
+def delete_vcluster(t: Teardown) -> None:
+    t.apply([m for m in t.suspended() if m.get("kind") not in VCLUSTER_KINDS], "delete-vcluster")
+    t.wait_until_gone(VCLUSTER_KINDS, "delete-vcluster")
+
+
+def prune_policies_and_queues(t: Teardown) -> None:
+    namespace_only = [m for m in t.suspended() if m.get("kind") == "Namespace"]
+    t.apply(namespace_only, "prune-policies-and-queues")
+    left = [key for key in t.backend.owned(t.owner) if not key.startswith("Namespace.")]
+    if left:
+        raise TransientError(f"prune-policies-and-queues: waiting for {', '.join(left[:5])}", WAIT_DELAY)
+
+
+def revoke_secrets(t: Teardown) -> None:
+    status, reason, message = secrets.revoke(t.tenant.slug)
+    _record(t.tenant, {"type": secrets.CONDITION, "status": status, "reason": reason, "message": message})
+
+
+def delete_namespace(t: Teardown) -> None:
+    t.apply([], "delete-namespace")
+    t.wait_until_gone(None, "delete-namespace")
+
+
+def prune_all(t: Teardown) -> None:
+    t.apply([], "prune-all")
+
+
+Step = Callable[[Teardown], None]
+# Looked up by name at run time, so a test can make one step crash.
+STEPS: dict[str, Step] = {
+    "stop-admission": stop_admission,
+    "delete-vcluster": delete_vcluster,
+    "prune-policies-and-queues": prune_policies_and_queues,
+    "revoke-secrets": revoke_secrets,
+    "delete-namespace": delete_namespace,
+    "prune-all": prune_all,
+}
+ORDERED_PLAN = ["stop-admission", "delete-vcluster", "prune-policies-and-queues", "revoke-secrets", "delete-namespace"]
+GITOPS_PLAN = ["prune-all", "revoke-secrets"]
+
+
+def plan_for(backend: Backend) -> list[str]:
+    return ORDERED_PLAN if getattr(backend, "ordered_teardown", False) else GITOPS_PLAN
+
+
+def done_steps(tenant: Tenant, plan: list[str]) -> int:
+    """How many steps of `plan` the recorded progress says are done."""
+    cond = tenant.condition(CONDITION) or {}
+    last = cond.get("step")
+    return plan.index(last) + 1 if last in plan else 0
+
+
+def run(tenant: Tenant, backend: Backend, view: TenantView, ctx: RenderContext, message: str) -> ApplyResult:
+    """Run the remaining steps; return the apply results folded into one."""
+    plan = plan_for(backend)
+    teardown = Teardown(tenant, backend, view, ctx, message)
+    start = done_steps(tenant, plan)
+    for index in range(start, len(plan)):
+        name = plan[index]
+        STEPS[name](teardown)
+        _record(tenant, {
+            "type": CONDITION,
+            "status": "True" if index + 1 < len(plan) else "False",
+            "reason": "InProgress" if index + 1 < len(plan) else "Completed",
+            "message": f"step {index + 1}/{len(plan)} done: {name}",
+            "step": name,
+        })
+    return _fold(teardown.results)
+
+
+def _record(tenant: Tenant, condition: dict[str, Any]) -> None:
+    """Persist one condition now (autocommit): progress must survive a crash in the next step."""
+    from .reconcile import _merge_condition
+
+    condition = {**condition, "lastTransitionTime": timezone.now().isoformat()}
+    tenant.conditions = _merge_condition(list(tenant.conditions), condition)
+    Tenant.objects.filter(pk=tenant.pk).update(conditions=tenant.conditions)
+
+
+def _fold(results: list[ApplyResult]) -> ApplyResult:
+    pruned: list[str] = []
+    for result in results:
+        pruned.extend(k for k in result.pruned if k not in pruned)
+    return ApplyResult(pruned=pruned, revision=next((r.revision for r in reversed(results) if r.revision), None))

@@ -1,0 +1,107 @@
+"""Deprovisioning through the real reconcile with the Kubernetes backend (kmock): ordered, resumable."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra.errors import TransientError
+from infra.kube.backend import KubernetesBackend
+from tenants import actions, reconcile, teardown
+from tenants.models import Phase, Tenant
+from tests.support import factories
+
+from .emulator import EmulatorThread
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def kinds(keys: list[str]) -> set[str]:
+    return {key.split(".", 1)[0] for key in keys}
+
+
+def deletes(kube: EmulatorThread) -> list[str]:
+    return [r.url.path for r in kube.emulator._requests if str(r.method).upper().endswith("DELETE")]
+
+
+def provisioned(kube_backend: KubernetesBackend) -> Tenant:
+    tenant = factories.tenant("acme", "standard")
+    actions.approve(tenant)
+    outcome = reconcile.reconcile_tenant(tenant.pk, backend=kube_backend)
+    assert outcome.phase == Phase.READY, outcome.summary
+    assert {"Namespace", "HelmRelease", "ResourceQuota"} <= kinds(kube_backend.owned("tenant:acme"))
+    actions.delete(Tenant.objects.get(pk=tenant.pk))
+    return tenant
+
+
+def test_crash_mid_teardown_resumes_where_it_stopped(
+    kube: EmulatorThread, kube_backend: KubernetesBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tenant = provisioned(kube_backend)
+    ran: list[str] = []
+    real = dict(teardown.STEPS)
+
+    def tracking(name: str, crash: bool = False):
+        def step(t: teardown.Teardown) -> None:
+            ran.append(name)
+            if crash:
+                raise RuntimeError("worker killed")  # a crash, not an error the reconcile knows
+            real[name](t)
+        return step
+
+    for name in real:
+        monkeypatch.setitem(teardown.STEPS, name, tracking(name, crash=name == "prune-policies-and-queues"))
+
+    with pytest.raises(RuntimeError, match="worker killed"):
+        reconcile.reconcile_tenant(tenant.pk, backend=kube_backend)
+
+    tenant.refresh_from_db()
+    assert tenant.phase == Phase.DEPROVISIONING
+    assert tenant.condition("Deprovisioning")["step"] == "delete-vcluster"
+    left = kinds(kube_backend.owned("tenant:acme"))
+    assert "HelmRelease" not in left and {"Namespace", "ResourceQuota"} <= left
+    # Step 1 stopped admission before anything was deleted: GPU quota 0 on the backstop quota.
+    quota_patches = [
+        r.data for r in kube.emulator._requests
+        if str(r.method).upper().endswith("PATCH") and r.url.path.endswith("/resourcequotas/gpufleet-backstop")
+    ]
+    assert quota_patches[-1]["spec"]["hard"]["requests.nvidia.com/gpu"] == "0"
+    assert ran == ["stop-admission", "delete-vcluster", "prune-policies-and-queues"]
+
+    monkeypatch.setitem(teardown.STEPS, "prune-policies-and-queues", tracking("prune-policies-and-queues"))
+    ran.clear()
+    outcome = reconcile.reconcile_tenant(tenant.pk, backend=kube_backend)
+
+    assert outcome.phase == Phase.DELETED, outcome.summary
+    assert ran == ["prune-policies-and-queues", "revoke-secrets", "delete-namespace"]  # no step redone twice
+    assert kube_backend.owned("tenant:acme") == []
+    paths = deletes(kube)
+    assert paths[0].endswith("/helmreleases/vcluster")
+    assert paths[-1] == "/api/v1/namespaces/tenant-acme"
+    tenant.refresh_from_db()
+    assert tenant.condition("Deprovisioning")["reason"] == "Completed"
+    assert tenant.condition("Secrets")["reason"] == "NotConfigured"
+
+
+def test_teardown_waits_for_the_vcluster_release_to_be_gone(
+    kube: EmulatorThread, kube_backend: KubernetesBackend
+) -> None:
+    import kmock
+
+    tenant = provisioned(kube_backend)
+    hr = kmock.resource("helm.toolkit.fluxcd.io", "v2", "helmreleases")
+    # Flux's finalizer: the release is uninstalled before the object goes away.
+    kube.call(lambda: kube.emulator.objects[hr, "tenant-acme", "vcluster"].patch(
+        {"metadata": {"finalizers": ["finalizers.fluxcd.io"]}}))
+
+    with pytest.raises(TransientError, match="waiting for HelmRelease"):
+        reconcile.reconcile_tenant(tenant.pk, backend=kube_backend)
+    tenant.refresh_from_db()
+    assert tenant.phase == Phase.DEPROVISIONING
+    assert tenant.condition("Deprovisioning")["step"] == "stop-admission"
+    assert tenant.condition("Ready")["reason"] == "Retrying"
+    assert not any(p == "/api/v1/namespaces/tenant-acme" for p in deletes(kube))
+
+    kube.call(lambda: kube.emulator.objects[hr, "tenant-acme", "vcluster"].delete())  # Flux done
+    outcome = reconcile.reconcile_tenant(tenant.pk, backend=kube_backend)
+    assert outcome.phase == Phase.DELETED
+    assert kube_backend.owned("tenant:acme") == []
