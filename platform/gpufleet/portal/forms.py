@@ -10,6 +10,8 @@ from tenants.errors import ActionError
 from tenants.models import TrustLevel
 
 TRUST_CHOICES = [("", "Choose a trust level…"), *TrustLevel.choices]
+# The admin card is narrow and its reader knows what each level means.
+TRUST_SHORT_CHOICES = [(value, value) for value in TrustLevel.values]
 
 
 class RequestTenantForm(forms.Form):
@@ -31,7 +33,7 @@ class DisplayNameForm(forms.Form):
 
 class TrustLevelForm(forms.Form):
     trust_level = forms.CharField(
-        required=False, label="Trust level", widget=forms.Select(choices=TRUST_CHOICES)
+        required=False, label="Trust level", widget=forms.Select(choices=TRUST_SHORT_CHOICES)
     )
 
 
