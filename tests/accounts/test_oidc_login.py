@@ -232,3 +232,18 @@ def test_portal_sign_out_goes_through_the_provider_too(live_server, oidc_setting
     assert response.status_code == 302
     assert response.headers["Location"].startswith(oidc_settings.discovery["end_session_endpoint"] + "?")
     assert not SessionStore().exists(session_key)
+
+
+def test_a_deactivated_account_cannot_sign_in(live_server, oidc_settings, db):
+    sign_in(requests.Session(), live_server.url, "bob", "bob-pw")
+    get_user_model().objects.filter(username="bob").update(is_active=False)
+    http = requests.Session()
+    _, response = sign_in(http, live_server.url, "bob", "bob-pw")
+    assert (response.status_code, response.headers["Location"]) == (302, "/login/")
+    assert signed_in_user_id(http) is None
+
+
+def test_wrong_password_at_the_provider_never_reaches_gpufleet(live_server, oidc_settings, db):
+    with pytest.raises(AssertionError, match="login refused for bob"):
+        to_callback(requests.Session(), live_server.url, "bob", "not-bobs-password")
+    assert not get_user_model().objects.filter(username="bob").exists()
