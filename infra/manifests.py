@@ -95,10 +95,34 @@ def _str_presenter(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
 _Dumper.add_representer(str, _str_presenter)
 
 
+_Dumper.ignore_aliases = lambda self, data: True  # type: ignore[method-assign]
+
+
+def content_key(manifest: Mapping[str, Any]) -> bytes:
+    """A short key for a manifest's exact content: values, their types and key order.
+
+    `repr` of the JSON-like values manifests hold (dict, list, str, int, float, bool, None) is
+    unambiguous ('1' vs 1 vs True vs 1.0) and keeps dict order, which the YAML keeps too.
+    """
+    return hashlib.blake2b(repr(manifest).encode(), digest_size=16).digest()
+
+
+# Serialising is the dominant cost of a no-op reconcile (PyYAML's emitter is pure Python): a fleet
+# renders the same objects every pass, so remember the YAML of each distinct content (bounded).
+_YAML_CACHE: dict[bytes, str] = {}
+_YAML_CACHE_MAX = 100_000
+
+
 def to_yaml(manifest: Mapping[str, Any]) -> str:
     """Canonical YAML for one object: key order as rendered, no aliases, stable across runs."""
-    _Dumper.ignore_aliases = lambda self, data: True  # type: ignore[method-assign]
-    return yaml.dump(manifest, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=120)
+    key = content_key(manifest)
+    text = _YAML_CACHE.get(key)
+    if text is None:
+        text = yaml.dump(manifest, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=120)
+        if len(_YAML_CACHE) >= _YAML_CACHE_MAX:
+            _YAML_CACHE.clear()  # cheaper than LRU bookkeeping on every hit; refills in one pass
+        _YAML_CACHE[key] = text
+    return text
 
 
 def to_yaml_stream(manifests: Iterable[Manifest]) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,10 @@ import jsonschema
 import kubernetes_validate
 import yaml
 
-from .manifests import Manifest, ref
+from .manifests import Manifest, content_key, ref
+
+# Remembered verdicts (by exact manifest content) before the memo is cleared and refilled.
+_VERDICTS_MAX = 100_000
 
 # Upstream CRD schemas mark these as free-form on purpose (x-kubernetes-preserve-unknown-fields).
 _PRESERVE = "x-kubernetes-preserve-unknown-fields"
@@ -121,8 +125,23 @@ class SchemaRegistry:
     def validate(self, manifests: Iterable[Manifest]) -> list[Problem]:
         problems: list[Problem] = []
         for manifest in manifests:
-            problems.extend(self.validate_one(manifest))
+            problems.extend(self.validate_cached(manifest))
         return problems
+
+    @functools.cached_property
+    def _verdicts(self) -> dict[bytes, tuple[Problem, ...]]:
+        return {}
+
+    def validate_cached(self, manifest: Manifest) -> tuple[Problem, ...]:
+        """`validate_one`, remembered by exact content: a periodic reconcile re-renders identical objects."""
+        key = content_key(manifest)
+        verdict = self._verdicts.get(key)
+        if verdict is None:
+            verdict = tuple(self.validate_one(manifest))
+            if len(self._verdicts) >= _VERDICTS_MAX:
+                self._verdicts.clear()
+            self._verdicts[key] = verdict
+        return verdict
 
     def validate_one(self, manifest: Manifest) -> list[Problem]:
         obj = ref(manifest)
@@ -140,13 +159,35 @@ class SchemaRegistry:
 
     def _validate_core(self, manifest: Manifest, name: str) -> list[Problem]:
         try:
-            kubernetes_validate.validate(manifest, self.kubernetes_version, strict=True)
-        except kubernetes_validate.ValidationError as exc:
-            path = ".".join(str(p) for p in exc.path)
-            return [Problem(name, f"{path or '(root)'}: {exc.message}")]
+            validator = self.core_validator(str(manifest.get("apiVersion")), str(manifest.get("kind")))
         except kubernetes_validate.SchemaNotFoundError:
             return [Problem(name, f"unknown core kind {manifest.get('apiVersion')} {manifest.get('kind')}")]
-        return []
+        error = jsonschema.exceptions.best_match(validator.iter_errors(manifest))
+        if error is None:
+            return []
+        path = ".".join(str(p) for p in error.path)
+        return [Problem(name, f"{path or '(root)'}: {error.message}")]
+
+    @functools.lru_cache(maxsize=128)  # noqa: B019 - one registry per process; bounded
+    def core_validator(self, api_version: str, kind: str) -> jsonschema.protocols.Validator:
+        """kubernetes-validate's strict schema for a core kind, loaded once (its `validate` re-reads
+        and re-parses the JSON files on every call, which dominated a cold reconcile)."""
+        from kubernetes_validate import utils
+        from referencing import Registry, Resource
+
+        wanted = utils.major_minor(self.kubernetes_version.lstrip("v"))
+        version = [v for v in utils.all_versions() if utils.major_minor(v) <= wanted][-1]
+        group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
+        folder = f"kubernetes-json-schema/v{version}-local-strict"
+        try:
+            schema = utils.schema_contents(f"{folder}/{kind.lower()}-{group_version}.json", wanted)
+        except FileNotFoundError as exc:
+            raise kubernetes_validate.SchemaNotFoundError(
+                version=wanted, kind=kind, api_version=api_version
+            ) from exc
+        definitions = utils.schema_contents(f"{folder}/_definitions.json", wanted)
+        registry = Resource.from_contents(definitions) @ (Resource.from_contents(schema) @ Registry())
+        return jsonschema.validators.Draft202012Validator(schema, registry=registry)
 
     def _validate_custom(self, manifest: Manifest, name: str) -> list[Problem]:
         if not self.available:
