@@ -92,6 +92,12 @@ class UsageCollection(models.Model):
         return f"usage {self.window_start:%Y-%m-%dT%H:%M}..{self.window_end:%Y-%m-%dT%H:%M}"
 
 
+class PriceQuerySet(models.QuerySet):
+    def for_user(self, user: Any) -> PriceQuerySet:
+        """The price list is public to every signed-in user (they need it to plan)."""
+        return self if user is not None and user.is_authenticated else self.none()
+
+
 class Price(models.Model):
     """Price of one unit-hour of a flavor in one currency, from `effective_from` (inclusive)
     to `effective_to` (exclusive, open when null). Ranges of one flavor+currency never overlap."""
@@ -110,6 +116,8 @@ class Price(models.Model):
     opencost_gpu_hourly = models.DecimalField(max_digits=18, decimal_places=6, null=True, blank=True)
     markup = models.DecimalField(max_digits=8, decimal_places=4, null=True, blank=True)
     created = models.DateTimeField(auto_now_add=True)
+
+    objects = PriceQuerySet.as_manager()
 
     class Meta:
         ordering = ["flavor__name", "currency", "effective_from"]

@@ -18,5 +18,6 @@ register_scheduling(router)  # flavors, node-pools, quotas, quota-requests, endp
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("sync/", SyncStatusView.as_view(), name="sync-status"),
+    path("billing/", include("billing.api.urls")),
     path("", include(router.urls)),
 ]

@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from ..models import Invoice, InvoiceLine, Price
+
+
+class InvoiceLineSerializer(serializers.ModelSerializer):
+    adjusts_invoice = serializers.CharField(source="adjusts.number", read_only=True, default=None)
+
+    class Meta:
+        model = InvoiceLine
+        fields = ["position", "kind", "flavor_name", "description", "charge_start", "charge_end", "quantity",
+                  "unit_price", "amount", "unit_seconds", "gpu_equivalent_seconds", "billed_unit_seconds",
+                  "measured_unit_seconds", "adjusts_invoice"]
+        read_only_fields = fields
+
+
+class InvoiceSerializer(serializers.ModelSerializer):
+    tenant = serializers.CharField(source="tenant.slug", read_only=True)
+    period = serializers.CharField(source="period_label", read_only=True)
+    replaces = serializers.CharField(source="replaces.number", read_only=True, default=None)
+    lines = InvoiceLineSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Invoice
+        fields = ["id", "number", "tenant", "period", "currency", "state", "subtotal", "total", "opencost_cost",
+                  "opencost_gpu_hours", "content_hash", "replaces", "drafted_at", "finalized_at", "voided_at",
+                  "void_reason", "lines"]
+        read_only_fields = fields
+
+
+class PriceSerializer(serializers.ModelSerializer):
+    flavor = serializers.CharField(source="flavor.name", read_only=True)
+
+    class Meta:
+        model = Price
+        fields = ["id", "flavor", "currency", "per_unit_hour", "effective_from", "effective_to", "source",
+                  "opencost_gpu_hourly", "markup"]
+        read_only_fields = fields
+
+
+class PriceSetSerializer(serializers.Serializer):
+    """Shape only; the rules live in billing.actions."""
+
+    flavor = serializers.CharField(allow_blank=True)
+    per_unit_hour = serializers.CharField(allow_blank=True)
+    currency = serializers.CharField(allow_blank=True)
+    effective_from = serializers.CharField(required=False, allow_blank=True, allow_null=True)
+
+
+class DraftSerializer(serializers.Serializer):
+    period = serializers.CharField()
+    tenant = serializers.CharField(required=False, allow_blank=True)
+
+
+class VoidSerializer(serializers.Serializer):
+    reason = serializers.CharField(allow_blank=True, max_length=2000)

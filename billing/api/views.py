@@ -1,0 +1,160 @@
+"""/api/v1/billing/: usage (tenant members), invoices (tenant owners, billing admins), prices,
+reconciliation and exports (billing admins). Every queryset is scoped with for_user; writes go
+through billing.actions."""
+
+from __future__ import annotations
+
+from django.http import HttpResponse
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from gpufleet.accounts.roles import is_billing_admin
+from gpufleet.api.permissions import IsBillingAdmin
+from gpufleet.api.viewsets import ScopedReadOnlyViewSet
+from tenants.errors import ActionError
+from tenants.models import Tenant
+
+from .. import actions, exports, opencost_source, reconciliation
+from ..models import Invoice, Price, UsageRecord
+from ..periods import parse_period, period_bounds
+from ..usage_view import daily_usage
+from .serializers import DraftSerializer, InvoiceSerializer, PriceSerializer, PriceSetSerializer, VoidSerializer
+
+
+def _require_billing_admin(request: Request) -> None:
+    if not is_billing_admin(request.user):
+        from rest_framework.exceptions import PermissionDenied
+
+        raise PermissionDenied("only billing admins may do this")
+
+
+class InvoiceViewSet(ScopedReadOnlyViewSet):
+    queryset = Invoice.objects.select_related("tenant", "replaces").prefetch_related("lines__adjusts")
+    serializer_class = InvoiceSerializer
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        qs = super().get_queryset()
+        params = self.request.query_params
+        if params.get("period"):
+            qs = qs.filter(period=_period(params["period"]))
+        if params.get("tenant"):
+            qs = qs.filter(tenant__slug=params["tenant"])
+        return qs
+
+    @extend_schema(responses={200: None})
+    @action(detail=True, methods=["get"])
+    def download(self, request: Request, pk: str | None = None) -> HttpResponse:
+        invoice = self.get_object()
+        # `?as=` because DRF reserves `?format=` for content negotiation.
+        fmt = request.query_params.get("as", "csv")
+        if fmt not in ("csv", "json"):
+            raise ValidationError({"as": ["must be csv or json"]})
+        content = exports.to_csv([invoice]) if fmt == "csv" else exports.to_json([invoice])
+        response = HttpResponse(content, content_type="text/csv" if fmt == "csv" else "application/json")
+        name = invoice.number or f"draft-{invoice.tenant.slug}-{invoice.period_label}"
+        response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
+        return response
+
+    def _admin(self, request: Request, fn) -> Response:  # type: ignore[no-untyped-def]
+        invoice = self.get_object()  # 404 first
+        _require_billing_admin(request)
+        invoice = fn(invoice)
+        return Response(InvoiceSerializer(self.get_queryset().get(pk=invoice.pk)).data)
+
+    @extend_schema(request=None, responses={200: InvoiceSerializer})
+    @action(detail=True, methods=["post"])
+    def finalize(self, request: Request, pk: str | None = None) -> Response:
+        return self._admin(request, lambda inv: actions.finalize(inv.pk))
+
+    @extend_schema(request=VoidSerializer, responses={200: InvoiceSerializer})
+    @action(detail=True, methods=["post"])
+    def void(self, request: Request, pk: str | None = None) -> Response:
+        payload = VoidSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        return self._admin(request, lambda inv: actions.void(inv.pk, payload.validated_data["reason"]))
+
+    @extend_schema(request=None, responses={200: InvoiceSerializer})
+    @action(detail=True, methods=["post"])
+    def reissue(self, request: Request, pk: str | None = None) -> Response:
+        return self._admin(request, lambda inv: actions.reissue(inv.pk))
+
+    @extend_schema(request=DraftSerializer, responses={200: InvoiceSerializer(many=True)})
+    @action(detail=False, methods=["post"], permission_classes=[IsAuthenticated, IsBillingAdmin])
+    def draft(self, request: Request) -> Response:
+        payload = DraftSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        period = parse_period(payload.validated_data["period"])
+        tenants = None
+        if payload.validated_data.get("tenant"):
+            tenants = list(Tenant.objects.filter(slug=payload.validated_data["tenant"]))
+            if not tenants:
+                raise ActionError({"tenant": [f"no tenant {payload.validated_data['tenant']!r}"]})
+        invoices = actions.draft_all(period, tenants=tenants, opencost=opencost_source.invoice_figures(period))
+        qs = self.get_queryset().filter(pk__in=[i.pk for i in invoices])
+        return Response(InvoiceSerializer(qs, many=True).data)
+
+    # Finalized invoices are immutable; there is no update or delete route at all.
+
+
+class PriceViewSet(ScopedReadOnlyViewSet):
+    queryset = Price.objects.select_related("flavor")
+    serializer_class = PriceSerializer
+
+    @extend_schema(request=PriceSetSerializer, responses={201: PriceSerializer})
+    def create(self, request: Request) -> Response:
+        _require_billing_admin(request)
+        payload = PriceSetSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        data = payload.validated_data
+        price = actions.set_price(data["flavor"], data["per_unit_hour"], data["currency"],
+                                  data.get("effective_from"))
+        return Response(PriceSerializer(price).data, status=status.HTTP_201_CREATED)
+
+
+def _period(value: str | None):  # type: ignore[no-untyped-def]
+    return parse_period(value)
+
+
+class UsageView(APIView):
+    """GET ?tenant=SLUG&period=YYYY-MM: usage by day and flavor (members of the tenant)."""
+
+    def get(self, request: Request) -> Response:
+        tenant = Tenant.objects.for_user(request.user).filter(slug=request.query_params.get("tenant", "")).first()
+        if tenant is None:
+            raise NotFound()
+        period = _period(request.query_params.get("period"))
+        data = daily_usage(UsageRecord.objects.for_user(request.user), tenant.pk, period)
+        data["rows"] = [{**r, "unit_seconds": str(r["unit_seconds"]),
+                         "gpu_equivalent_seconds": str(r["gpu_equivalent_seconds"])} for r in data["rows"]]
+        return Response({"tenant": tenant.slug, "period": period.strftime("%Y-%m"), **data})
+
+
+class ReconciliationView(APIView):
+    permission_classes = [IsAuthenticated, IsBillingAdmin]
+
+    def get(self, request: Request) -> Response:
+        start, end = period_bounds(_period(request.query_params.get("period")))
+        rows = reconciliation.report(start, end, opencost_source.namespace_views(start, end))
+        return Response([row.as_json() for row in rows])
+
+
+class ExportView(APIView):
+    permission_classes = [IsAuthenticated, IsBillingAdmin]
+
+    def get(self, request: Request) -> HttpResponse:
+        period = _period(request.query_params.get("period"))
+        fmt = request.query_params.get("as", "csv")
+        if fmt not in exports.FORMATS:
+            raise ValidationError({"as": [f"must be one of {', '.join(exports.FORMATS)}"]})
+        content, media = exports.export(period, fmt)
+        response = HttpResponse(content, content_type=media)
+        suffix = "focus.csv" if fmt == "focus" else fmt
+        response["Content-Disposition"] = f'attachment; filename="invoices-{period:%Y-%m}.{suffix}"'
+        return response
+
