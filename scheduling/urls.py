@@ -1,0 +1,14 @@
+from django.urls import path
+
+from . import pages
+
+app_name = "scheduling"
+
+urlpatterns = [
+    path("flavors/", pages.flavors, name="flavors"),
+    path("tenants/<slug:slug>/", pages.tenant_gpu, name="tenant-gpu"),
+    path("requests/", pages.requests, name="requests"),
+    path("requests/<int:pk>/", pages.request_detail, name="request-detail"),
+    path("requests/<int:pk>/approve/", pages.request_review, {"verdict": "approve"}, name="request-approve"),
+    path("requests/<int:pk>/reject/", pages.request_review, {"verdict": "reject"}, name="request-reject"),
+]
