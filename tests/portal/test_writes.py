@@ -176,3 +176,23 @@ def test_delete_needs_the_slug_typed(alice_client, acme) -> None:
     assert response.status_code == 302
     acme.refresh_from_db()
     assert acme.phase == Phase.DELETED  # never provisioned, so nothing to prune
+
+
+def test_owner_deletes_live_tenant_and_its_files_are_pruned(
+    alice_client, acme, eager_tasks, gitops_repo: Path, django_capture_on_commit_callbacks
+) -> None:
+    from tenants import actions, reconcile
+
+    actions.approve(acme)
+    reconcile.reconcile_tenant(acme.pk)
+    assert (gitops_repo / "tenants" / "acme").is_dir()
+    with django_capture_on_commit_callbacks(execute=True):
+        response = alice_client.post(reverse("portal:tenant-delete", args=["acme"]), {"confirm": "acme"})
+    assert response.status_code == 302
+    acme.refresh_from_db()
+    assert acme.phase == Phase.DELETED
+    folder = gitops_repo / "tenants" / "acme"
+    assert not folder.exists() or not any(folder.iterdir())
+    page = alice_client.get(reverse("portal:tenant-detail", args=["acme"])).content.decode()
+    assert "was deleted" in page
+    assert reverse("portal:tenant-delete", args=["acme"]) not in page, "nothing left to delete"
