@@ -56,7 +56,7 @@ def session(timeouts: Timeouts = DEFAULT_TIMEOUTS, *, retries: int = 2, backoff:
     retry = Retry(
         total=retries,
         connect=retries,
-        read=0,  # a read timeout may mean the server is still working: the caller decides
+        read=False,  # a read timeout may mean the server is still working: re-raise it, the caller decides
         status=retries,
         allowed_methods=SAFE_METHODS,
         status_forcelist=RETRY_STATUSES,
