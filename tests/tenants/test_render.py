@@ -34,8 +34,10 @@ def test_every_rendered_object_validates(registry, trust_level):
         labels = manifest["metadata"]["labels"]
         assert labels["app.kubernetes.io/managed-by"] == "gpufleet"
         assert labels["gpufleet.io/tenant"] == tenant.slug
-        if manifest["kind"] != "Namespace":
-            assert manifest["metadata"]["namespace"] == "tenant-" + tenant.slug
+        # Namespaced objects live in the tenant's namespace; cluster-scoped ones (ClusterQueue...) have none.
+        assert manifest["metadata"].get("namespace", "tenant-" + tenant.slug) == "tenant-" + tenant.slug
+    namespaced = [m for m in manifests if m["kind"] in {"ResourceQuota", "LimitRange", "HelmRelease"}]
+    assert all(m["metadata"]["namespace"] == "tenant-" + tenant.slug for m in namespaced)
 
 
 def test_vcluster_values_are_checked_against_the_chart_schema(registry):
