@@ -56,6 +56,8 @@ def tenant_view(tenant: Tenant) -> TenantView:
 
 # Functions (tenant -> dict) that load the per-tenant data other apps render (quotas, endpoints...).
 VIEW_EXTRAS: list = []
+# Functions (tenant -> condition dict) whose conditions a successful apply records on the tenant.
+CONDITION_PROVIDERS: list = []
 
 
 def desired_manifests(tenant: Tenant, ctx: RenderContext | None = None) -> list[dict]:
@@ -108,6 +110,8 @@ def reconcile_tenant(tenant_id: int, backend: Backend | None = None, *, ctx: Ren
             else:
                 result = backend.apply(tenant.owner, manifests, message=message)
                 tenant.conditions = _merge_condition(tenant.conditions, _secrets_condition(tenant.slug))
+                for provide in CONDITION_PROVIDERS:  # e.g. isolation's GpuModesAdmitted
+                    tenant.conditions = _merge_condition(tenant.conditions, provide(tenant))
         except TransientError as exc:
             cond = _condition("Ready", "False", "Retrying", str(exc))
             _set_status(tenant, phase=_current_phase(tenant), conditions=_merge_condition(tenant.conditions, cond))

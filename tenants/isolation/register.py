@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import reconcile, render
-from . import config, kyverno, network, vcluster  # noqa: F401 - importing registers render sections
+from . import config, impact, kyverno, network, vcluster  # noqa: F401 - importing registers render sections
 
 
 def register() -> None:
@@ -11,6 +11,8 @@ def register() -> None:
         render.CONTEXT_EXTRAS.append(config.settings_extras)
     if config.tenant_extras not in reconcile.VIEW_EXTRAS:
         reconcile.VIEW_EXTRAS.append(config.tenant_extras)
+    if impact.gpu_modes_condition not in reconcile.CONDITION_PROVIDERS:
+        reconcile.CONDITION_PROVIDERS.append(impact.gpu_modes_condition)
     if vcluster.extend_values not in render.VCLUSTER_VALUES_HOOKS:
         render.VCLUSTER_VALUES_HOOKS.append(vcluster.extend_values)
     from django.conf import settings

@@ -8,7 +8,7 @@ from django.core.management import call_command
 from tenants import actions as tenant_actions
 from tenants import reconcile
 from tenants.errors import ActionError
-from tenants.isolation import actions, policy
+from tenants.isolation import actions, impact, policy
 from tenants.isolation.models import AllocationPolicy, TenantIsolation
 from tenants.models import Phase, Tenant
 from tests.support import factories
@@ -86,6 +86,32 @@ def test_lowering_trust_rerenders_and_reports_now_disallowed_modes(gitops_repo) 
     assert "nvidia.com/gpumem" in text and "nvidia.com/mig-*" in text
     tenant.refresh_from_db()
     assert tenant.phase == Phase.READY and tenant.is_synced
+    assert tenant.condition(impact.CONDITION)["status"] == "True"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_lowering_trust_reports_configured_quotas_no_longer_admitted(gitops_repo) -> None:
+    from scheduling.models import Flavor, GpuModel, Quota
+
+    tenant = factories.tenant("acme", "trusted")
+    tenant_actions.approve(tenant)
+    a100 = GpuModel.objects.create(name="a100-80gb", dcgm_model_name="NVIDIA A100-SXM4-80GB", memory_mib=81920)
+    mig = Flavor.objects.create(name="a100-mig-3g", gpu_model=a100, mode="mig", mig_profile="3g.40gb", capacity=14)
+    whole = Flavor.objects.create(name="a100-whole", gpu_model=a100, mode="whole", capacity=8)
+    Quota.objects.create(tenant=tenant, flavor=mig, nominal=4)
+    Quota.objects.create(tenant=tenant, flavor=whole, nominal=2)
+    reconcile.reconcile_tenant(tenant.pk)
+    tenant.refresh_from_db()
+    assert tenant.condition(impact.CONDITION)["status"] == "True"
+
+    tenant_actions.update(tenant, trust_level="untrusted")
+    outcome = reconcile.reconcile_tenant(tenant.pk)
+    tenant.refresh_from_db()
+    cond = tenant.condition(impact.CONDITION)
+    assert (cond["status"], cond["reason"]) == ("False", "DisallowedModesConfigured"), outcome.summary
+    assert "quota for flavor a100-mig-3g (mig, 4 nominal) is not admitted" in cond["message"]
+    assert "a100-whole" not in cond["message"]
+    assert "trust level untrusted allows whole" in cond["message"]
 
 
 def test_render_command_shows_isolation_for_each_level(capsys) -> None:
