@@ -1,0 +1,26 @@
+"""The tenant page offers the kubeconfig download; the link works with the portal's session."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from django.test import Client
+
+from tests.support import factories
+
+pytestmark = pytest.mark.django_db
+
+
+def test_tenant_page_links_the_kubeconfig_and_the_link_works() -> None:
+    alice = factories.user("alice")
+    acme = factories.tenant("acme", "untrusted", owner=alice)
+    client = Client()
+    client.force_login(alice)
+    page = client.get("/tenants/acme/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    href = f"/api/v1/tenants/{acme.pk}/kubeconfig/"
+    assert f'href="{href}"' in html and "Download kubeconfig" in html
+    assert f"/api/v1/tenants/{acme.pk}/dropped-flows/" in html
+    doc = yaml.safe_load(client.get(href).content)
+    assert doc["current-context"] == "gpufleet-acme"
