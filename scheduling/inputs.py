@@ -114,7 +114,8 @@ class EndpointSpec:
 
 @dataclass(frozen=True)
 class TenantScheduling:
-    allowed_modes: frozenset[str]
+    # None: take them from the isolation app's view (policy.modes_of_view), loaded once per tenant.
+    allowed_modes: frozenset[str] | None
     cohort: str
     weight: Decimal = Decimal(1)
     priority_class: str = DEFAULT_PRIORITY_CLASS
@@ -176,7 +177,6 @@ def load_tenant(tenant: Any) -> dict[str, TenantScheduling]:
     """VIEW_EXTRAS loader: three queries whatever the number of quotas or endpoints."""
     from .models import InferenceEndpoint, Quota
     from .models import TenantScheduling as Settings
-    from .policy import allowed_modes
 
     row = Settings.objects.select_related("cohort", "priority_class").filter(tenant_id=tenant.pk).first()
     quotas = {
@@ -195,7 +195,7 @@ def load_tenant(tenant: Any) -> dict[str, TenantScheduling]:
     )
     return {
         "scheduling": TenantScheduling(
-            allowed_modes=allowed_modes(tenant),
+            allowed_modes=None,
             cohort=(row.cohort.name if row and row.cohort else settings.GPUFLEET_DEFAULT_COHORT),
             weight=row.fair_sharing_weight if row else Decimal(1),
             priority_class=(row.priority_class.name if row and row.priority_class else DEFAULT_PRIORITY_CLASS),

@@ -40,7 +40,8 @@ def flavors(request: HttpRequest) -> HttpResponse:
 def tenant_gpu(request: HttpRequest, slug: str) -> HttpResponse:
     tenant = _tenant(request, slug)
     manager = can_manage(request.user, tenant)
-    allowed = [f.name for f in Flavor.objects.all() if f.mode in allowed_modes(tenant)]
+    modes = allowed_modes(tenant)
+    allowed = [f.name for f in Flavor.objects.all() if f.mode in modes]
     tiers = list(SlaTier.objects.values_list("name", flat=True))
     quota_form = QuotaRequestForm(request.POST if "propose" in request.POST else None, flavors=allowed)
     endpoint_form = EndpointForm(request.POST if "endpoint" in request.POST else None, tiers=tiers)

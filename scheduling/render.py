@@ -22,6 +22,7 @@ from tenants.render import (
 )
 
 from .inputs import Catalog, EndpointSpec, FlavorSpec, QuotaSpec, TenantScheduling
+from .policy import modes_of_view
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
 KAI = "scheduling.run.ai/v2"
@@ -168,10 +169,11 @@ def render_platform_scheduling(ctx: RenderContext) -> list[Manifest]:
 # --- tenant objects --------------------------------------------------------------------------------
 
 
-def allowed_flavors(cat: Catalog, sched: TenantScheduling) -> list[FlavorSpec]:
+def allowed_flavors(view: TenantView, cat: Catalog, sched: TenantScheduling) -> list[FlavorSpec]:
     """The flavors the tenant's trust level allows, whole GPUs first (Kueue tries flavors in order)."""
+    modes = sched.allowed_modes if sched.allowed_modes is not None else modes_of_view(view)
     order = {"whole": 0, "mig": 1, "hami": 2}
-    return sorted((f for f in cat.flavors if f.mode in sched.allowed_modes), key=lambda f: (order[f.mode], f.name))
+    return sorted((f for f in cat.flavors if f.mode in modes), key=lambda f: (order[f.mode], f.name))
 
 
 def resource_groups(flavors: list[FlavorSpec], quotas: dict[str, QuotaSpec], *, cohort: bool) -> list[dict]:
@@ -204,7 +206,7 @@ def resource_groups(flavors: list[FlavorSpec], quotas: dict[str, QuotaSpec], *, 
 
 
 def cluster_queue(view: TenantView, cat: Catalog, sched: TenantScheduling) -> Manifest:
-    flavors = allowed_flavors(cat, sched)
+    flavors = allowed_flavors(view, cat, sched)
     spec: dict[str, Any] = {
         "cohortName": sched.cohort,
         # Only the tenant's own host namespace may submit to its queue.
@@ -245,7 +247,7 @@ def gpu_equivalents(flavors: list[FlavorSpec], quotas: dict[str, QuotaSpec]) -> 
 
 
 def kai_queue(view: TenantView, cat: Catalog, sched: TenantScheduling) -> Manifest:
-    quota, limit = gpu_equivalents(allowed_flavors(cat, sched), sched.quotas)
+    quota, limit = gpu_equivalents(allowed_flavors(view, cat, sched), sched.quotas)
     if view.suspended:
         quota, limit = Decimal(0), Decimal(0)
     unbounded = {"quota": -1, "limit": -1, "overQuotaWeight": 1}

@@ -127,3 +127,28 @@ def test_node_pool_defaults_and_override_warning(fleet) -> None:
     assert get_schema_registry().validate(list(pools.values())) == []
     # Node pools add fleet capacity: 16 entered + 2 pools x 16 GPUs.
     assert actions.effective_capacity(fleet["whole"]) == 48
+
+
+def test_isolation_policy_narrows_queue_coverage_and_quota_writes(fleet, tenants) -> None:
+    """A platform admin tightens a trusted tenant to whole GPUs (isolation app): its ClusterQueue
+    drops the MIG and HAMi flavors and new MIG quota is refused on the `flavor` field."""
+    from tenants.isolation import actions as isolation
+
+    isolation.set_tenant_isolation(tenants["trusted"], allowed_modes=["whole"])
+    queue = by_kind(desired_manifests(tenants["trusted"]), "ClusterQueue")[0]
+    assert covered(queue) == {"nvidia.com/gpu"}
+    with pytest.raises(actions.ActionError) as err:
+        actions.set_quota(tenants["trusted"], flavor="h100-3g", nominal=1)
+    assert "flavor" in err.value.errors
+
+
+def test_tenant_loader_query_count_does_not_grow(fleet, tenants, django_assert_max_num_queries) -> None:
+    from scheduling.inputs import load_tenant
+
+    tenant = tenants["trusted"]
+    for flavor in ("h100", "h100-3g", "h100-quarter"):
+        actions.set_quota(tenant, flavor=flavor, nominal=1)
+    for tier in ("critical", "standard", "batch"):
+        actions.create_endpoint(tenant, f"e-{tier}", model="m", tier=tier)
+    with django_assert_max_num_queries(3):
+        load_tenant(tenant)
