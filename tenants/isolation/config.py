@@ -28,6 +28,8 @@ class IsolationSettings:
     ingress_namespace: str = "ingress-nginx"
     ingress_labels: tuple[tuple[str, str], ...] = (("app.kubernetes.io/name", "ingress-nginx"),)
     metadata_cidrs: tuple[str, ...] = ("169.254.169.254/32", "fd00:ec2::254/128")
+    # The platform's metrics scraper (VictoriaMetrics/Prometheus): KEDA and billing read what it scrapes.
+    monitoring_namespace: str = "monitoring"
 
     def group(self, slug: str, role: str) -> str:
         return self.group_template.format(slug=slug, role=role)
@@ -65,6 +67,7 @@ def settings_from(django_settings: Any) -> IsolationSettings:
         server_url_template=get("GPUFLEET_VCLUSTER_URL_TEMPLATE", base.server_url_template),
         ingress_namespace=get("GPUFLEET_INGRESS_NAMESPACE", base.ingress_namespace),
         ingress_labels=tuple(sorted(labels.items())),
+        monitoring_namespace=get("GPUFLEET_MONITORING_NAMESPACE", base.monitoring_namespace),
     )
 
 

@@ -78,6 +78,15 @@ def kube_apiserver(view: TenantView) -> Manifest:
     })
 
 
+def monitoring(view: TenantView, settings: config.IsolationSettings) -> Manifest:
+    # vLLM's queue depth / KV-cache metrics drive KEDA; the platform's scraper must reach them.
+    return _cnp(view, "gpufleet-monitoring", {
+        "description": "the platform's metrics scraper may scrape tenant pods",
+        "endpointSelector": {},
+        "ingress": [{"fromEndpoints": [{"matchLabels": {NAMESPACE_KEY: settings.monitoring_namespace}}]}],
+    })
+
+
 def world_egress(view: TenantView, iso: config.TenantIsolationView) -> list[Manifest]:
     if iso.world_egress:
         rules: list[dict[str, Any]] = [{"toEntities": ["world"]}]
@@ -104,7 +113,7 @@ def world_egress(view: TenantView, iso: config.TenantIsolationView) -> list[Mani
 def render_network(view: TenantView, ctx: RenderContext) -> list[Manifest]:
     settings, iso = config.of_ctx(ctx), config.of_view(view)
     return [isolation(view), dns(view), vcluster_api(view, settings), kube_apiserver(view),
-            *world_egress(view, iso)]
+            monitoring(view, settings), *world_egress(view, iso)]
 
 
 @platform_section("cilium-baseline")

@@ -102,6 +102,8 @@ def test_network_policies_isolate_tenants() -> None:
     assert api["fromEndpoints"][0]["matchLabels"][network.NAMESPACE_KEY] == "ingress-nginx"
     apiserver = find(manifests, "CiliumNetworkPolicy", "gpufleet-kube-apiserver")["spec"]["egress"][0]
     assert apiserver == {"toEntities": ["kube-apiserver"]}
+    scrape = find(manifests, "CiliumNetworkPolicy", "gpufleet-monitoring")["spec"]["ingress"][0]
+    assert scrape["fromEndpoints"][0]["matchLabels"] == {network.NAMESPACE_KEY: "monitoring"}
 
 
 def test_untrusted_has_no_world_egress_unless_an_admin_allows_it(registry: SchemaRegistry) -> None:

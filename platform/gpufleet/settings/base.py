@@ -201,6 +201,8 @@ GPUFLEET_INGRESS_LABELS = dict(
     item.split("=", 1) for item in env_list("GPUFLEET_INGRESS_LABELS", ["app.kubernetes.io/name=ingress-nginx"])
 )
 GPUFLEET_HUBBLE_TIMEOUT_SECONDS = float(env("GPUFLEET_HUBBLE_TIMEOUT_SECONDS", "10") or 10)
+# Namespace of the metrics scraper allowed into tenant namespaces (vLLM metrics for KEDA, DCGM).
+GPUFLEET_MONITORING_NAMESPACE = env("GPUFLEET_MONITORING_NAMESPACE", "monitoring")
 
 # --- Scheduling (Kueue, KAI, KEDA, Karpenter) ------------------------------------------------------
 # Prometheus-compatible query endpoint (VictoriaMetrics) that KEDA's triggers and billing read.
