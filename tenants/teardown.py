@@ -27,8 +27,8 @@ from typing import Any
 from django.utils import timezone
 
 from infra.backend import ApplyResult, Backend
-from infra.errors import TransientError
-from infra.manifests import Manifest
+from infra.errors import PermanentError, TransientError
+from infra.manifests import Manifest, ObjectRef
 
 from . import secrets
 from .models import Phase, Tenant
@@ -47,6 +47,7 @@ class Teardown:
     ctx: RenderContext
     message: str
     results: list[ApplyResult] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def owner(self) -> str:
@@ -59,6 +60,16 @@ class Teardown:
     def apply(self, manifests: list[Manifest], step: str) -> None:
         self.results.append(self.backend.apply(self.owner, manifests, message=f"{self.message}: {step}"))
 
+    def prune(self, select: Callable[[ObjectRef], bool] | None, step: str) -> None:
+        """Delete without writing anything (ordered backends offer `prune`); else apply the empty set."""
+        prune = getattr(self.backend, "prune", None)
+        if prune is None:
+            if select is not None:
+                raise PermanentError(f"{step}: backend {self.backend.name} cannot delete selectively")
+            self.apply([], step)
+            return
+        self.results.append(prune(self.owner, select))
+
     def wait_until_gone(self, kinds: set[str] | None, step: str) -> None:
         """Requeue while objects of `kinds` (None: any) still exist (finalizers still running)."""
         left = [key for key in self.backend.owned(self.owner) if kinds is None or key.split(".", 1)[0] in kinds]
@@ -67,17 +78,21 @@ class Teardown:
 
 
 def stop_admission(t: Teardown) -> None:
-    t.apply(t.suspended(), "stop-admission")
+    try:
+        t.apply(t.suspended(), "stop-admission")
+    except PermanentError as exc:
+        # Best effort: the queues and quotas are deleted two steps later anyway. An object the API
+        # now rejects must not keep a tenant from being torn down; the note stays on the condition.
+        t.notes.append(f"admission not stopped ({exc}); deleting anyway")
 
 
 def delete_vcluster(t: Teardown) -> None:
-    t.apply([m for m in t.suspended() if m.get("kind") not in VCLUSTER_KINDS], "delete-vcluster")
+    t.prune(lambda obj: obj.kind in VCLUSTER_KINDS, "delete-vcluster")
     t.wait_until_gone(VCLUSTER_KINDS, "delete-vcluster")
 
 
 def prune_policies_and_queues(t: Teardown) -> None:
-    namespace_only = [m for m in t.suspended() if m.get("kind") == "Namespace"]
-    t.apply(namespace_only, "prune-policies-and-queues")
+    t.prune(lambda obj: obj.kind != "Namespace", "prune-policies-and-queues")
     left = [key for key in t.backend.owned(t.owner) if not key.startswith("Namespace.")]
     if left:
         raise TransientError(f"prune-policies-and-queues: waiting for {', '.join(left[:5])}", WAIT_DELAY)
@@ -89,7 +104,7 @@ def revoke_secrets(t: Teardown) -> None:
 
 
 def delete_namespace(t: Teardown) -> None:
-    t.apply([], "delete-namespace")
+    t.prune(None, "delete-namespace")
     t.wait_until_gone(None, "delete-namespace")
 
 
@@ -134,7 +149,7 @@ def run(tenant: Tenant, backend: Backend, view: TenantView, ctx: RenderContext, 
             "type": CONDITION,
             "status": "True" if index + 1 < len(plan) else "False",
             "reason": "InProgress" if index + 1 < len(plan) else "Completed",
-            "message": f"step {index + 1}/{len(plan)} done: {name}",
+            "message": f"step {index + 1}/{len(plan)} done: {name}" + "".join(f"; {n}" for n in teardown.notes),
             "step": name,
         })
     return _fold(teardown.results)

@@ -13,7 +13,7 @@ Failures are sorted for the task: a conflict, throttling, a 5xx or a timeout is 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import urllib3
@@ -179,6 +179,15 @@ class KubernetesBackend:
                 unchanged.append(obj.key)
         pruned = self._prune([obj for obj in existing if obj not in set(keys)])
         return ApplyResult(created=created, updated=updated, unchanged=unchanged, pruned=pruned)
+
+    def prune(self, owner: str, select: Callable[[ObjectRef], bool] | None = None) -> ApplyResult:
+        """Delete the owner's objects that `select` picks (all when None), in reverse KIND_ORDER.
+
+        The ordered teardown deletes with this instead of re-applying a shrinking desired set: a
+        deletion step never writes (so an object the API now rejects cannot block a teardown).
+        """
+        existing = self._owned_objects(Owner.parse(owner))
+        return ApplyResult(pruned=self._prune([obj for obj in existing if select is None or select(obj)]))
 
     def owned(self, owner: str) -> list[str]:
         return sorted(obj.key for obj in self._owned_objects(Owner.parse(owner)))

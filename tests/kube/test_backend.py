@@ -210,3 +210,14 @@ def test_unreachable_api_server_is_transient() -> None:
     backend = KubernetesBackend(ApiClient(configuration), timeout=(1.0, 1.0))
     with pytest.raises(TransientError):
         backend.apply(str(ACME), [ns()])
+
+
+def test_selective_prune_deletes_only_what_is_selected_and_writes_nothing(
+    kube: EmulatorThread, kube_backend: KubernetesBackend
+) -> None:
+    kube_backend.apply(str(ACME), [ns(), quota(), release()])
+    patches = len(requests_of(kube, "PATCH"))
+    result = kube_backend.prune(str(ACME), lambda obj: obj.kind == "HelmRelease")
+    assert result.pruned == ["HelmRelease.helm.toolkit.fluxcd.io/tenant-acme/vcluster"]
+    assert len(requests_of(kube, "PATCH")) == patches
+    assert kube_backend.owned(str(ACME)) == ["Namespace.core/-/tenant-acme", "ResourceQuota.core/tenant-acme/backstop"]
