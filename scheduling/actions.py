@@ -35,6 +35,7 @@ from .models import (
 from .render import REFUSED_METRICS
 
 Errors = dict[str, list[str]]
+RELEASED_PHASES = (*FINAL_PHASES, Phase.DEPROVISIONING)
 ALLOWED_METRICS = ("vllm:num_requests_waiting", "vllm:kv_cache_usage_perc")
 
 
@@ -177,7 +178,7 @@ def set_flavor_capacity(flavor: Flavor, *, capacity: Any = None, overcommit_fact
             flavor.capacity = units
         if factor is not None:
             flavor.overcommit_factor = factor
-        promised = Quota.objects.filter(flavor=flavor).aggregate(n=Sum("nominal"))["n"] or 0
+        promised = held_quota(flavor).aggregate(n=Sum("nominal"))["n"] or 0
         limit = allowed_total(flavor)
         if promised > limit:
             field = "capacity" if units is not None else "overcommit_factor"
@@ -187,6 +188,11 @@ def set_flavor_capacity(flavor: Flavor, *, capacity: Any = None, overcommit_fact
         record("flavor.update", flavor, before=before, after=flavor_snapshot(flavor))
         _enqueue_all()
     return flavor
+
+
+def held_quota(flavor: Flavor):  # type: ignore[no-untyped-def]
+    """Quota rows that still hold capacity: a tenant being torn down (or gone) releases its share."""
+    return Quota.objects.filter(flavor=flavor).exclude(tenant__phase__in=RELEASED_PHASES)
 
 
 def effective_capacity(flavor: Flavor) -> int:
@@ -327,7 +333,7 @@ def check_quota(tenant: Tenant, flavor: Any, nominal: Any, borrowing_limit: Any,
     if n is not None and lend is not None and lend > n:
         errors["lending_limit"] = [f"must not exceed the nominal quota ({lend} > {n})"]
     if row is not None and n is not None and "flavor" not in errors:
-        others = (Quota.objects.filter(flavor=row).exclude(tenant=tenant).aggregate(s=Sum("nominal"))["s"] or 0)
+        others = held_quota(row).exclude(tenant=tenant).aggregate(s=Sum("nominal"))["s"] or 0
         limit = allowed_total(row)
         if others + n > limit:
             note = "" if row.overcommit_factor == 1 else f" (capacity x overcommit {row.overcommit_factor})"

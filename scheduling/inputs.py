@@ -174,9 +174,11 @@ def load_catalog() -> dict[str, Catalog]:
 
 
 def load_tenant(tenant: Any) -> dict[str, TenantScheduling]:
-    """VIEW_EXTRAS loader: three queries whatever the number of quotas or endpoints."""
+    """VIEW_EXTRAS loader: a constant number of queries whatever the number of quotas or endpoints
+    (three of ours plus the isolation policy's). Mirrored for fleet passes by inputs_many."""
     from .models import InferenceEndpoint, Quota
     from .models import TenantScheduling as Settings
+    from .policy import allowed_modes
 
     row = Settings.objects.select_related("cohort", "priority_class").filter(tenant_id=tenant.pk).first()
     quotas = {
@@ -195,7 +197,7 @@ def load_tenant(tenant: Any) -> dict[str, TenantScheduling]:
     )
     return {
         "scheduling": TenantScheduling(
-            allowed_modes=None,
+            allowed_modes=frozenset(allowed_modes(tenant)),
             cohort=(row.cohort.name if row and row.cohort else settings.GPUFLEET_DEFAULT_COHORT),
             weight=row.fair_sharing_weight if row else Decimal(1),
             priority_class=(row.priority_class.name if row and row.priority_class else DEFAULT_PRIORITY_CLASS),

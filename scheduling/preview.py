@@ -13,7 +13,7 @@ from infra.manifests import Manifest, ref, to_yaml
 from tenants.reconcile import tenant_view
 from tenants.render import RenderContext, render_tenant
 
-from .actions import allowed_total
+from .actions import allowed_total, held_quota
 from .inputs import QuotaSpec
 from .models import Quota, QuotaChangeRequest
 
@@ -44,8 +44,7 @@ def proposed_manifests(request: QuotaChangeRequest, ctx: RenderContext | None = 
 
 def capacity_check(request: QuotaChangeRequest) -> dict[str, Any]:
     flavor = request.flavor
-    others = (Quota.objects.filter(flavor=flavor).exclude(tenant=request.tenant)
-              .aggregate(s=Sum("nominal"))["s"] or 0)
+    others = held_quota(flavor).exclude(tenant=request.tenant).aggregate(s=Sum("nominal"))["s"] or 0
     current = Quota.objects.filter(flavor=flavor, tenant=request.tenant).values_list("nominal", flat=True).first()
     limit = allowed_total(flavor)
     return {

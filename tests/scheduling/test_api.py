@@ -133,3 +133,12 @@ def test_node_pool_api_shows_override_warning(fleet, admin_api) -> None:
                                                  "consolidation_policy": "WhenEmptyOrUnderutilized",
                                                  "allow_underutilized": True}, format="json")
     assert ok.status_code == 201 and ok.json()["warnings"]
+
+
+def test_a_deleted_tenant_releases_its_capacity(fleet, tenants, admin_api) -> None:
+    actions.set_quota(tenants["standard"], flavor="h100", nominal=16)
+    full = admin_api.post("/api/v1/quotas/", {"tenant": "t-trusted", "flavor": "h100", "nominal": 1}, format="json")
+    assert full.status_code == 400 and fields(full) == {"nominal"}
+    Tenant.objects.filter(slug="t-standard").update(phase="deprovisioning")
+    ok = admin_api.post("/api/v1/quotas/", {"tenant": "t-trusted", "flavor": "h100", "nominal": 16}, format="json")
+    assert ok.status_code == 200, ok.content
