@@ -20,6 +20,12 @@ VictoriaMetrics supports it, Prometheus since 2.33). So held(k) is a plain insta
 `sum_over_time(held[1h:s])` at the end of an hour counts the held slots of that hour exactly (the
 subquery evaluates at the 3600/s aligned slot ends inside the left-open hour). Seconds = count x s.
 
+MetricsQL shortcut. VictoriaMetrics has `tlast_over_time`/`tfirst_over_time` (timestamps of the last/first
+raw sample in a window). With a = slot of the last sample in k-N..k-1 and b = slot of the first sample
+in k+1..k+N (the slot of a sample at time x is ceil(x / s)), held(k) = occ(k) OR b - a <= N + 1: the same
+condition with 3 rollups instead of 2N + 1. `dialect="metricsql"` (default) uses it, `"promql"` the
+portable form; the tests run both against the same data.
+
 Replicas. Every lookup is `max by (<identity labels>)`, so copies of a series that differ only in
 `instance`, `job`, `prometheus_replica`, `Hostname`, … collapse before anything is counted: a slot is
 occupied when any copy has a sample in it.
@@ -49,6 +55,7 @@ HAMI_CORES = "hami_vgpu_core_allocated_ratio"
 HAMI_DEVICE_MEMORY = "hami_gpu_memory_limit_bytes"
 
 SHARE_RULES = ("max", "memory", "cores")
+DIALECTS = ("metricsql", "promql")  # VictoriaMetrics (default) | any Prometheus-compatible TSDB
 
 
 @dataclass(frozen=True)
@@ -58,12 +65,15 @@ class QuerySettings:
     usage_metric: str  # a DCGM metric every attributed GPU and MIG instance reports
     share_rule: str = "max"
     namespace_prefix: str = "tenant-"
+    dialect: str = "metricsql"
 
     def __post_init__(self) -> None:
         if self.scrape_interval <= 0 or 3600 % self.scrape_interval:
             raise ValueError("scrape_interval must be a positive number of seconds that divides 3600")
         if self.max_gap_scrapes < 0:
             raise ValueError("max_gap_scrapes must be 0 or more")
+        if self.dialect not in DIALECTS:
+            raise ValueError(f"dialect must be one of {', '.join(DIALECTS)}")
         if self.share_rule not in SHARE_RULES:
             raise ValueError(f"share_rule must be one of {', '.join(SHARE_RULES)}")
         if not self.usage_metric.replace("_", "").replace(":", "").isalnum():
@@ -103,22 +113,33 @@ class Queries:
         self.hami_cores = f'{HAMI_CORES}{{namespace=~"{ns}", pod!=""}}'
 
     # -- building blocks ------------------------------------------------------------------------
-    def _dcgm_present(self, slots: int, offset_slots: int) -> str:
+    def _dcgm_rollup(self, func: str, slots: int, offset_slots: int, agg: str = "max") -> str:
         window = _window(slots, offset_slots, self.s)
-        new = f"present_over_time({self.dcgm_new}{window})"
-        old = _old_to_new(f"present_over_time({self.dcgm_old}{window})")
-        return f"max by ({_by(DCGM_IDENTITY)}) ({new} or {old})"
+        new = f"{func}({self.dcgm_new}{window})"
+        old = _old_to_new(f"{func}({self.dcgm_old}{window})")
+        return f"{agg} by ({_by(DCGM_IDENTITY)}) ({new} or {old})"
 
-    def _hami_present(self, slots: int, offset_slots: int) -> str:
-        return (f"max by ({_by(HAMI_IDENTITY)}) "
-                f"(present_over_time({self.hami_any}{_window(slots, offset_slots, self.s)}))")
+    def _hami_rollup(self, func: str, slots: int, offset_slots: int, agg: str = "max") -> str:
+        return (f"{agg} by ({_by(HAMI_IDENTITY)}) "
+                f"({func}({self.hami_any}{_window(slots, offset_slots, self.s)}))")
 
-    def _held(self, present) -> str:
+    def _held(self, rollup) -> str:
         """held(k) as derived in the module docstring, for one family of series."""
-        terms = [f"({present(1, 0)})"]
+        occupied = f"({rollup('present_over_time', 1, 0)})"
+        if self.n == 0:
+            return occupied
+        if self.settings.dialect == "metricsql":
+            # Same condition with 2 more rollups instead of 2N: the slot of the last sample in
+            # k-N..k-1 and of the first in k+1..k+N (slot of a sample at time x = ceil(x / s)) are
+            # at most N + 1 apart. tlast/tfirst_over_time are MetricsQL, not PromQL.
+            before = f"ceil(({rollup('tlast_over_time', self.n, 1)}) / {self.s})"
+            after = f"ceil(({rollup('tfirst_over_time', self.n, -self.n, 'min')}) / {self.s})"
+            return f"{occupied} or ((({after} - {before}) <= {self.n + 1}) * 0 + 1)"
+        terms = [occupied]
         for i in range(1, self.n + 1):
             ahead = self.n + 1 - i
-            terms.append(f"(({present(i, 1)}) and ({present(ahead, -ahead)}))")
+            terms.append(f"(({rollup('present_over_time', i, 1)}) and "
+                         f"({rollup('present_over_time', ahead, -ahead)}))")
         return " or ".join(terms)
 
     def hami_devices(self) -> str:
@@ -145,12 +166,12 @@ class Queries:
     # -- per-slot expressions -------------------------------------------------------------------
     def dcgm_held_slot(self) -> str:
         """1 per (identity) for every held slot of an attributed whole GPU or MIG instance."""
-        return f"(({self._held(self._dcgm_present)}) unless on (UUID) ({self.hami_devices()}))"
+        return f"(({self._held(self._dcgm_rollup)}) unless on (UUID) ({self.hami_devices()}))"
 
     def hami_share_slot(self) -> str:
         """The container's share (0..1) for every held slot of a HAMi allocation."""
         return (f"(({self._hami_share()}) and on ({_by(HAMI_IDENTITY)}) "
-                f"({self._held(self._hami_present)}))")
+                f"({self._held(self._hami_rollup)}))")
 
     # -- hourly totals (range query, step 1h, evaluated at hour ends) -----------------------------
     def dcgm_hourly_slots(self) -> str:

@@ -3,12 +3,14 @@
 Contract (what `billing.collect` relies on)
 -------------------------------------------
 `measure(client, flavors, start, end, *, scrape_interval=30, max_gap_scrapes=3, share_rule="max",
-usage_metric="DCGM_FI_DEV_FB_USED", chunk_hours=24) -> list[UsageSample]`
+usage_metric="DCGM_FI_DEV_FB_USED", chunk_hours=24, dialect="metricsql") -> list[UsageSample]`
 
 * `client` is an `infra.metrics.MetricsClient` (anything with `.range(query, start, end, step_seconds)`).
 * `flavors` are plain `FlavorSpec`s: name, mode (`whole` | `mig` | `hami`), `model_name` (dcgm-exporter's
   `modelName`, e.g. "NVIDIA A100 80GB PCIe"), `mig_profile` (MIG only, e.g. "3g.40gb"), `weight`
   (GPU-equivalents of one unit). At most one flavor per (mode, model, profile); HAMi: one per model.
+* `dialect`: "metricsql" (VictoriaMetrics, default: fewer rollups) or "promql" (any Prometheus-API TSDB);
+  both compute the same numbers.
 * `start`, `end`: UTC-aware datetimes on whole hours, `start < end`. The window is [start, end).
 * Returns one `UsageSample(tenant_slug, flavor, hour_start, unit_seconds, gpu_equivalent_seconds)` per
   (tenant, flavor, hour) with non-zero use, sorted by (hour_start, tenant_slug, flavor). Hours without use
@@ -38,7 +40,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Protocol
 
-from billing.metering.promql import SHARE_RULES, Queries, QuerySettings
+from billing.metering.promql import DIALECTS, SHARE_RULES, Queries, QuerySettings
 
 WHOLE, MIG, HAMI = "whole", "mig", "hami"
 DEFAULT_USAGE_METRIC = "DCGM_FI_DEV_FB_USED"
@@ -179,15 +181,18 @@ def _hour_start(timestamp: Decimal) -> datetime:
 def measure_report(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: datetime, end: datetime, *,
                    scrape_interval: int = DEFAULT_SCRAPE_INTERVAL,
                    max_gap_scrapes: int = DEFAULT_MAX_GAP_SCRAPES, share_rule: str = "max",
-                   usage_metric: str = DEFAULT_USAGE_METRIC, chunk_hours: int = 24) -> Report:
+                   usage_metric: str = DEFAULT_USAGE_METRIC, chunk_hours: int = 24,
+                   dialect: str = "metricsql") -> Report:
     _check_window(start, end)
     if chunk_hours < 1:
         raise MeteringInputError("chunk_hours", "must be at least 1")
     if share_rule not in SHARE_RULES:
         raise MeteringInputError("share_rule", f"must be one of {', '.join(SHARE_RULES)}")
+    if dialect not in DIALECTS:
+        raise MeteringInputError("dialect", f"must be one of {', '.join(DIALECTS)}")
     try:
         queries = Queries(QuerySettings(scrape_interval, max_gap_scrapes, usage_metric, share_rule,
-                                        TENANT_PREFIX))
+                                        TENANT_PREFIX, dialect))
     except ValueError as exc:
         raise MeteringInputError("settings", str(exc)) from exc
     index = FlavorIndex(flavors)
@@ -236,8 +241,8 @@ def measure_report(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: d
 def measure(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: datetime, end: datetime, *,
             scrape_interval: int = DEFAULT_SCRAPE_INTERVAL, max_gap_scrapes: int = DEFAULT_MAX_GAP_SCRAPES,
             share_rule: str = "max", usage_metric: str = DEFAULT_USAGE_METRIC,
-            chunk_hours: int = 24) -> list[UsageSample]:
+            chunk_hours: int = 24, dialect: str = "metricsql") -> list[UsageSample]:
     """Usage per (tenant, flavor, hour) in [start, end); the contract is in the module docstring."""
     return measure_report(client, flavors, start, end, scrape_interval=scrape_interval,
                           max_gap_scrapes=max_gap_scrapes, share_rule=share_rule,
-                          usage_metric=usage_metric, chunk_hours=chunk_hours).samples
+                          usage_metric=usage_metric, chunk_hours=chunk_hours, dialect=dialect).samples

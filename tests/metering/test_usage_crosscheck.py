@@ -76,7 +76,8 @@ def _timeline(seed: int, year: int) -> Timeline:
 
 @pytest.mark.parametrize("seed", [11, 12, 13])
 @pytest.mark.parametrize("max_gap", [0, 1, 3])
-def test_tsdb_matches_brute_force(victoria, metrics, year, seed, max_gap):
+@pytest.mark.parametrize("dialect", ["metricsql", "promql"])
+def test_tsdb_matches_brute_force(victoria, metrics, year, seed, max_gap, dialect):
     timeline = _timeline(seed, year)
     raw = list(lines(timeline))
     victoria.import_prometheus(raw)
@@ -87,7 +88,8 @@ def test_tsdb_matches_brute_force(victoria, metrics, year, seed, max_gap):
             continue  # no whole-A100 flavor here: reported as unmatched (none expected, see below)
         key = (tenant, FLAVOR_OF[(kind, model, profile)], hour)
         want[key] = want.get(key, Decimal(0)) + seconds
-    report = measure_report(metrics, FLAVORS, at(year, 5, 1, 8), at(year, 5, 1, 13), max_gap_scrapes=max_gap)
+    report = measure_report(metrics, FLAVORS, at(year, 5, 1, 8), at(year, 5, 1, 13), max_gap_scrapes=max_gap,
+                            dialect=dialect)
     got = {(s.tenant_slug, s.flavor, int(s.hour_start.timestamp())): s.unit_seconds for s in report.samples}
     assert got == {k: v.quantize(Decimal("0.001")) for k, v in want.items()}
     assert len(got) >= 8  # the timeline really exercised something

@@ -112,7 +112,8 @@ def test_hour_and_month_boundaries_and_split_windows(victoria, metrics, year):
     assert run(metrics, at(year, 1, 31, 20), at(year, 2, 1, 3)).samples == whole.samples  # idempotent
 
 
-def test_missed_scrapes_are_bridged_up_to_the_limit(victoria, metrics, year):
+@pytest.mark.parametrize("dialect", ["metricsql", "promql"])
+def test_missed_scrapes_are_bridged_up_to_the_limit(victoria, metrics, year, dialect):
     day = (year, 3, 4)
     ten, ten10 = at(*day, 10), at(*day, 10, 10)  # 20 samples, indexes 0..19
     t = Timeline(at(*day, 9), at(*day, 12))
@@ -126,7 +127,7 @@ def test_missed_scrapes_are_bridged_up_to_the_limit(victoria, metrics, year):
                                   missed=frozenset({9, 10})),), index=4),
     ]
     load(victoria, t)
-    got = units(run(metrics, at(*day, 9), at(*day, 12)))
+    got = units(run(metrics, at(*day, 9), at(*day, 12), dialect=dialect))
     assert got == {
         ("one", "h100", 10): D(600),
         ("three", "h100", 10): D(600),
@@ -135,7 +136,7 @@ def test_missed_scrapes_are_bridged_up_to_the_limit(victoria, metrics, year):
         ("hour", "h100", 10): D(300),
         ("hour", "h100", 11): D(300),
     }
-    strict = units(run(metrics, at(*day, 9), at(*day, 12), max_gap_scrapes=0))
+    strict = units(run(metrics, at(*day, 9), at(*day, 12), max_gap_scrapes=0, dialect=dialect))
     assert strict[("one", "h100", 10)] == D(570)
     assert strict[("hour", "h100", 10)] == D(270)
     assert strict[("hour", "h100", 11)] == D(270)
@@ -188,3 +189,32 @@ def test_usage_without_a_flavor_is_reported_not_dropped(victoria, metrics, year)
     assert report.samples == []
     assert [(u.tenant_slug, u.mode, u.model_name, u.mig_profile, u.unit_seconds) for u in report.unmatched] == [
         ("acme", "mig", A100, "2g.20gb", D(60)), ("acme", "whole", "NVIDIA L40S", "", D(60))]
+
+
+class Recording:
+    """Wraps the client to see what crosses the wire: only aggregates, never raw samples."""
+
+    def __init__(self, client):
+        self.client, self.calls = client, []
+
+    def range(self, query, start, end, step_seconds):
+        result = self.client.range(query, start, end, step_seconds)
+        self.calls.append((query, start, end, step_seconds, result))
+        return result
+
+
+def test_only_hourly_aggregates_leave_the_tsdb(victoria, metrics, year):
+    day = (year, 3, 8)
+    t = Timeline(at(*day, 0), at(year, 3, 9, 0))
+    t.gpus = [Gpu(f"GPU-a{i}", H100, (Hold(f"tenant-t{i % 3}", f"p{i}", at(*day, 1), at(*day, 22)),), index=i)
+              for i in range(6)]
+    load(victoria, t)
+    recorder = Recording(metrics)
+    report = run(recorder, at(*day, 0), at(year, 3, 9, 0), chunk_hours=12)
+    assert len(recorder.calls) == report.queries == 4  # 2 chunks x (DCGM, HAMi)
+    for query, start, end, step, result in recorder.calls:
+        assert step == 3600 and (end - start).total_seconds() == 11 * 3600
+        for series in result:
+            assert set(series.labels) <= {"namespace", "modelName", "GPU_I_PROFILE", "device_type"}
+            assert len(series.samples) <= 12
+    assert sum(s.unit_seconds for s in report.samples) == 6 * 21 * 3600
