@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from ..models import Flavor, GpuNodePool, InferenceEndpoint, Quota, QuotaChangeRequest
+from ..models import Cohort, Flavor, GpuNodePool, InferenceEndpoint, Quota, QuotaChangeRequest, TenantScheduling
 
 
 class FlavorSerializer(serializers.ModelSerializer):
@@ -103,3 +103,30 @@ class EndpointCreateSerializer(serializers.Serializer):
     queue_target = serializers.JSONField(required=False)
     kv_cache_target = serializers.JSONField(required=False)
     triggers = serializers.JSONField(required=False)
+
+
+class CohortSerializer(serializers.ModelSerializer):
+    parent = serializers.CharField(source="parent.name", read_only=True, default=None)
+
+    class Meta:
+        model = Cohort
+        fields = ["id", "name", "parent", "fair_sharing_weight"]
+        read_only_fields = fields
+
+
+class TenantSchedulingSerializer(serializers.ModelSerializer):
+    tenant = serializers.CharField(source="tenant.slug", read_only=True)
+    cohort = serializers.CharField(source="cohort.name", read_only=True, default=None)
+    priority_class = serializers.CharField(source="priority_class.name", read_only=True, default=None)
+
+    class Meta:
+        model = TenantScheduling
+        fields = ["id", "tenant", "cohort", "fair_sharing_weight", "priority_class"]
+        read_only_fields = fields
+
+
+class TenantSchedulingWriteSerializer(serializers.Serializer):
+    tenant = serializers.CharField()
+    cohort = serializers.CharField(required=False, allow_blank=True)
+    fair_sharing_weight = serializers.JSONField(required=False)
+    priority_class = serializers.CharField(required=False, allow_blank=True)

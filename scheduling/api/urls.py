@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from rest_framework.routers import BaseRouter
 
-from .views import EndpointViewSet, FlavorViewSet, NodePoolViewSet, QuotaRequestViewSet, QuotaViewSet
+from .views import (
+    CohortViewSet,
+    EndpointViewSet,
+    FlavorViewSet,
+    NodePoolViewSet,
+    QuotaRequestViewSet,
+    QuotaViewSet,
+    TenantSchedulingViewSet,
+)
 
 
 def register(router: BaseRouter) -> None:
@@ -13,3 +21,5 @@ def register(router: BaseRouter) -> None:
     router.register("quotas", QuotaViewSet, basename="quota")
     router.register("quota-requests", QuotaRequestViewSet, basename="quota-request")
     router.register("endpoints", EndpointViewSet, basename="endpoint")
+    router.register("cohorts", CohortViewSet, basename="cohort")
+    router.register("tenant-scheduling", TenantSchedulingViewSet, basename="tenant-scheduling")

@@ -17,7 +17,7 @@ from gpufleet.api.viewsets import ScopedReadOnlyViewSet, ScopedViewSetMixin
 from tenants.models import Tenant, can_manage
 
 from .. import actions
-from ..models import Flavor, GpuNodePool, InferenceEndpoint, Quota, QuotaChangeRequest
+from ..models import Cohort, Flavor, GpuNodePool, InferenceEndpoint, Quota, QuotaChangeRequest, TenantScheduling
 from ..preview import preview
 from . import serializers as s
 
@@ -139,3 +139,28 @@ class EndpointViewSet(ScopedViewSetMixin, mixins.CreateModelMixin, mixins.Destro
         require_manager(request, endpoint.tenant)
         actions.delete_endpoint(endpoint)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class CohortViewSet(viewsets.ReadOnlyModelViewSet):
+    queryset = Cohort.objects.select_related("parent")
+    serializer_class = s.CohortSerializer
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return super().get_queryset() if self.request.user.is_authenticated else Cohort.objects.none()
+
+
+class TenantSchedulingViewSet(ScopedViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+    """A tenant's cohort, fair-sharing weight and priority class. Platform admins set them."""
+
+    queryset = TenantScheduling.objects.select_related("tenant", "cohort", "priority_class")
+    serializer_class = s.TenantSchedulingSerializer
+
+    @extend_schema(request=s.TenantSchedulingWriteSerializer, responses={200: s.TenantSchedulingSerializer})
+    def create(self, request: Request, *args: object, **kwargs: object) -> Response:
+        payload = s.TenantSchedulingWriteSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        data = dict(payload.validated_data)
+        tenant = visible_tenant(request, data.pop("tenant"))
+        require_platform_admin(request)
+        row = actions.set_tenant_scheduling(tenant, **data)
+        return Response(s.TenantSchedulingSerializer(self.get_queryset().get(pk=row.pk)).data)

@@ -142,3 +142,29 @@ def test_a_deleted_tenant_releases_its_capacity(fleet, tenants, admin_api) -> No
     Tenant.objects.filter(slug="t-standard").update(phase="deprovisioning")
     ok = admin_api.post("/api/v1/quotas/", {"tenant": "t-trusted", "flavor": "h100", "nominal": 16}, format="json")
     assert ok.status_code == 200, ok.content
+
+
+def test_tenant_scheduling_settings_render_into_the_queues(fleet, tenants, admin_api) -> None:
+    from scheduling.render import KUEUE
+    from tenants.reconcile import desired_manifests
+
+    actions.create_cohort("research", fair_sharing_weight="2")
+    actions.create_cohort("vision-lab", parent="research")
+    bad = admin_api.post("/api/v1/tenant-scheduling/", {"tenant": "t-standard", "cohort": "nope",
+                                                        "priority_class": "urgent"}, format="json")
+    assert bad.status_code == 400 and fields(bad) == {"cohort", "priority_class"}
+    ok = admin_api.post("/api/v1/tenant-scheduling/", {"tenant": "t-standard", "cohort": "vision-lab",
+                                                       "fair_sharing_weight": "3", "priority_class": "high"},
+                        format="json")
+    assert ok.status_code == 200, ok.content
+    assert ok.json() | {"id": 0} == {"id": 0, "tenant": "t-standard", "cohort": "vision-lab",
+                                      "fair_sharing_weight": "3.000", "priority_class": "high"}
+    manifests = desired_manifests(Tenant.objects.get(slug="t-standard"))
+    queue = next(m for m in manifests if m["kind"] == "ClusterQueue" and m["apiVersion"] == KUEUE)
+    assert queue["spec"]["cohortName"] == "vision-lab" and queue["spec"]["fairSharing"] == {"weight": "3"}
+    assert queue["spec"]["preemption"]["borrowWithinCohort"]["maxPriorityThreshold"] == 1000
+    kai = next(m for m in manifests if m["kind"] == "Queue")
+    assert kai["spec"]["parentQueue"] == "cohort-vision-lab" and kai["spec"]["priority"] == 1000
+    assert kai["spec"]["resources"]["gpu"]["overQuotaWeight"] == 3
+    cohorts = {c["name"]: c["parent"] for c in admin_api.get("/api/v1/cohorts/").json()["results"]}
+    assert cohorts == {"research": None, "vision-lab": "research"}

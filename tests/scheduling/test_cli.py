@@ -28,7 +28,10 @@ def test_cli_catalog_quota_endpoint_and_platform_render() -> None:
     flavor = json.loads(cli("flavor", "create", "a100-2g", "--gpu-model", "a100-80gb", "--mode", "mig",
                             "--mig-profile", "2g.20gb", "--capacity", "21"))
     assert flavor["resource_name"] == "nvidia.com/mig-2g.20gb" and flavor["weight"] == "0.2857"
-    cli("flavor", "create", "a100", "--gpu-model", "a100-80gb", "--mode", "whole", "--capacity", "8")
+    cli("flavor", "create", "a100", "--gpu-model", "a100-80gb", "--mode", "whole", "--capacity", "8",
+        "--node-label", "gpufleet.io/pool=a100", "--taint", "gpufleet.io/reserved=ml:NoSchedule")
+    with pytest.raises(CommandError, match="--taint"):
+        cli("flavor", "create", "y", "--gpu-model", "a100-80gb", "--mode", "whole", "--taint", "bad")
     with pytest.raises(CommandError, match="gpu_model: unknown GPU model"):
         cli("flavor", "create", "x", "--gpu-model", "nope", "--mode", "whole")
     with pytest.raises(CommandError, match="mig_profile"):
@@ -53,7 +56,12 @@ def test_cli_catalog_quota_endpoint_and_platform_render() -> None:
     platform = list(yaml.safe_load_all(cli("render", "--platform", "--validate")))
     kinds = {m["kind"] for m in platform}
     assert {"ResourceFlavor", "Cohort", "WorkloadPriorityClass", "Topology", "Queue", "NodePool"} <= kinds
-    assert {m["metadata"]["name"] for m in platform if m["kind"] == "ResourceFlavor"} == {"a100", "a100-2g"}
+    flavors = {m["metadata"]["name"]: m["spec"] for m in platform if m["kind"] == "ResourceFlavor"}
+    assert set(flavors) == {"a100", "a100-2g"}
+    assert flavors["a100"]["nodeTaints"] == [{"key": "gpufleet.io/reserved", "value": "ml", "effect": "NoSchedule"}]
+    assert flavors["a100"]["nodeLabels"]["gpufleet.io/pool"] == "a100"
+    assert {"key": "gpufleet.io/reserved", "operator": "Equal", "value": "ml", "effect": "NoSchedule"} in (
+        flavors["a100"]["tolerations"])
     tenant = list(yaml.safe_load_all(cli("render", "--tenant", "acme", "--validate")))
     assert {"ClusterQueue", "LocalQueue", "ScaledObject"} <= {m["kind"] for m in tenant}
     assert Flavor.objects.count() == 2

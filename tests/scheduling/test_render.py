@@ -29,6 +29,7 @@ def covered(cluster_queue: dict) -> set[str]:
 def test_three_trust_levels_and_three_tiers_render_and_validate(fleet, tenants) -> None:
     need_reference()
     actions.create_cohort("research")
+    actions.create_cohort("research-vision", parent="research", fair_sharing_weight="0.5")
     actions.create_node_pool("h100-pool", flavor="h100", gpu_limit=8, instance_types=["p5.48xlarge"])
     actions.set_tenant_scheduling(tenants["trusted"], cohort="research", fair_sharing_weight="2",
                                   priority_class="high")
@@ -47,6 +48,12 @@ def test_three_trust_levels_and_three_tiers_render_and_validate(fleet, tenants) 
     assert {"ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass", "Topology",
             "Queue", "NodePool", "ScaledObject"} <= kinds
     assert len(by_kind(everything, "Topology")) == 2  # Kueue's and KAI's
+    cohorts = {m["metadata"]["name"]: m["spec"] for m in by_kind(everything, "Cohort")}
+    assert cohorts["research-vision"] == {"fairSharing": {"weight": "0.5"}, "parentName": "research"}
+    assert set(cohorts) == {"gpufleet", "research", "research-vision"}
+    kai_parents = {m["metadata"]["name"]: m["spec"].get("parentQueue") for m in by_kind(everything, "Queue")}
+    assert kai_parents["cohort-research-vision"] == "cohort-research"
+    assert kai_parents["tenant-t-trusted"] == "cohort-research"
     scaled = {m["metadata"]["name"]: m["spec"] for m in by_kind(everything, "ScaledObject")}
     assert scaled["endpoint-llm-critical"]["minReplicaCount"] == 1
     assert scaled["endpoint-llm-standard"]["minReplicaCount"] == 0

@@ -26,6 +26,8 @@ class Command(BaseCommand):
         create.add_argument("--weight", default=None, help="GPU-equivalents per unit (default: catalog rule)")
         create.add_argument("--overcommit-factor", default=None)
         create.add_argument("--node-label", action="append", metavar="KEY=VALUE")
+        create.add_argument("--taint", action="append", metavar="KEY=VALUE:EFFECT",
+                            help="a taint of this flavor's nodes; pods of the flavor get a matching toleration")
         capacity = sub.add_parser("capacity", help="change entered capacity or the overcommit factor")
         capacity.add_argument("name")
         capacity.add_argument("--capacity", default=None)
@@ -37,10 +39,13 @@ class Command(BaseCommand):
             run(self, "flavor list", lambda: [flavor_json(f) for f in Flavor.objects.select_related("gpu_model")])
         elif verb == "create":
             labels = parse_pairs(o["node_label"], "--node-label")  # type: ignore[arg-type]
+            taints = [parse_taint(t) for t in o["taint"] or []]  # type: ignore[union-attr]
             run(self, "flavor create", lambda: flavor_json(actions.create_flavor(
                 o["name"], gpu_model=o["gpu_model"], mode=o["mode"], mig_profile=o["mig_profile"],
                 memory_percent=o["memory_percent"], cores_percent=o["cores_percent"], capacity=o["capacity"],
-                weight=o["weight"], overcommit_factor=o["overcommit_factor"], node_labels=labels)))
+                weight=o["weight"], overcommit_factor=o["overcommit_factor"], node_labels=labels, taints=taints,
+                tolerations=[{"key": t["key"], "operator": "Equal", "value": t.get("value", ""),
+                              "effect": t["effect"]} for t in taints])))
         else:
             flavor = Flavor.objects.filter(name=o["name"]).first()
             if flavor is None:
@@ -52,3 +57,11 @@ class Command(BaseCommand):
 def flavor_json(flavor: Flavor) -> dict:
     return {**actions.flavor_snapshot(flavor), "resource_name": flavor.resource_name,
             "effective_capacity": actions.effective_capacity(flavor)}
+
+
+def parse_taint(text: str) -> dict:
+    spec, sep, effect = text.rpartition(":")
+    key, _, value = spec.partition("=")
+    if not sep or not key or effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
+        raise CommandError(f"--taint: expected KEY=VALUE:NoSchedule|PreferNoSchedule|NoExecute, got {text!r}")
+    return {"key": key, "value": value, "effect": effect} if value else {"key": key, "effect": effect}
