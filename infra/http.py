@@ -63,7 +63,7 @@ def session(timeouts: Timeouts = DEFAULT_TIMEOUTS, *, retries: int = 2, backoff:
         backoff_factor=backoff,
         backoff_max=5,
         raise_on_status=False,  # hand the last response back; the client maps it to an error
-        respect_retry_after_header=True,
+        respect_retry_after_header=False,  # a server asking for minutes must not stall a worker; see delay
     )
     adapter = HTTPAdapter(max_retries=retry)
     s.mount("http://", adapter)
