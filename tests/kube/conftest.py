@@ -8,6 +8,7 @@ import pytest
 from kubernetes.client import ApiClient, Configuration
 
 from infra.kube.backend import KubernetesBackend
+from tests.secrets.conftest import bao_server  # noqa: F401 - the real OpenBao server, shared with tests/secrets
 
 from .emulator import EmulatorThread
 

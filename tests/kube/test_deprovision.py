@@ -6,17 +6,24 @@ import pytest
 
 from infra.errors import TransientError
 from infra.kube.backend import KubernetesBackend
+from infra.manifests import kind_rank
 from tenants import actions, reconcile, teardown
 from tenants.models import Phase, Tenant
 from tests.support import factories
 
-from .emulator import EmulatorThread
+from .emulator import RESOURCES, EmulatorThread
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def kinds(keys: list[str]) -> set[str]:
     return {key.split(".", 1)[0] for key in keys}
+
+
+def kind_of(path: str) -> str:
+    """Kind of an object URL, from the plural the emulator serves (/api/v1/namespaces/x -> Namespace)."""
+    plural = path.strip("/").split("/")[-2]  # .../<plural>/<name>
+    return next(kind for key, (kind, _) in RESOURCES.items() if key.endswith("/" + plural))
 
 
 def deletes(kube: EmulatorThread) -> list[str]:
@@ -37,6 +44,7 @@ def test_crash_mid_teardown_resumes_where_it_stopped(
     kube: EmulatorThread, kube_backend: KubernetesBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     tenant = provisioned(kube_backend)
+    owned_kinds = kinds(kube_backend.owned("tenant:acme"))
     ran: list[str] = []
     real = dict(teardown.STEPS)
 
@@ -65,6 +73,12 @@ def test_crash_mid_teardown_resumes_where_it_stopped(
         if str(r.method).upper().endswith("PATCH") and r.url.path.endswith("/resourcequotas/gpufleet-backstop")
     ]
     assert quota_patches[-1]["spec"]["hard"]["requests.nvidia.com/gpu"] == "0"
+    queue_patches = [
+        r.data for r in kube.emulator._requests
+        if str(r.method).upper().endswith("PATCH") and r.url.path.endswith("/clusterqueues/tenant-acme")
+    ]
+    if queue_patches:  # rendered when the scheduling app is installed
+        assert queue_patches[-1]["spec"]["stopPolicy"] == "Hold"
     assert ran == ["stop-admission", "delete-vcluster", "prune-policies-and-queues"]
 
     monkeypatch.setitem(teardown.STEPS, "prune-policies-and-queues", tracking("prune-policies-and-queues"))
@@ -77,6 +91,10 @@ def test_crash_mid_teardown_resumes_where_it_stopped(
     paths = deletes(kube)
     assert paths[0].endswith("/helmreleases/vcluster")
     assert paths[-1] == "/api/v1/namespaces/tenant-acme"
+    # Every DELETE in reverse KIND_ORDER: nothing is deleted after something it lives in or refers to.
+    ranks = [kind_rank(kind_of(path)) for path in paths]
+    assert ranks == sorted(ranks, reverse=True), list(zip(paths, ranks, strict=True))
+    assert {kind_of(p) for p in paths} == owned_kinds
     tenant.refresh_from_db()
     assert tenant.condition("Deprovisioning")["reason"] == "Completed"
     assert tenant.condition("Secrets")["reason"] == "NotConfigured"
@@ -104,4 +122,30 @@ def test_teardown_waits_for_the_vcluster_release_to_be_gone(
     kube.call(lambda: kube.emulator.objects[hr, "tenant-acme", "vcluster"].delete())  # Flux done
     outcome = reconcile.reconcile_tenant(tenant.pk, backend=kube_backend)
     assert outcome.phase == Phase.DELETED
+    assert kube_backend.owned("tenant:acme") == []
+
+
+def test_openbao_is_revoked_after_the_queues_and_before_the_namespace(
+    kube: EmulatorThread, kube_backend: KubernetesBackend, bao_server, settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from infra.openbao import OpenBao
+
+    settings.GPUFLEET_OPENBAO_ADDR = bao_server.addr
+    settings.GPUFLEET_OPENBAO_TOKEN = bao_server.root_token
+    bao = OpenBao.connect(bao_server.addr, token=bao_server.root_token)
+    tenant = provisioned(kube_backend)
+    assert Tenant.objects.get(pk=tenant.pk).condition("Secrets")["reason"] == "Provisioned"
+    assert bao.tenant_status("acme")["policy"] is True
+
+    seen: dict[str, set[str]] = {}
+    real = teardown.STEPS["revoke-secrets"]
+
+    def revoke(t: teardown.Teardown) -> None:
+        seen["left"] = kinds(kube_backend.owned("tenant:acme"))
+        real(t)
+
+    monkeypatch.setitem(teardown.STEPS, "revoke-secrets", revoke)
+    assert reconcile.reconcile_tenant(tenant.pk, backend=kube_backend).phase == Phase.DELETED
+    assert seen["left"] == {"Namespace"}  # queues, policies, vCluster gone; namespace still there
+    assert bao.tenant_status("acme") == {"policy": False, "role": False, "data": False}
     assert kube_backend.owned("tenant:acme") == []
