@@ -15,7 +15,8 @@ from . import policy
 
 @dataclass(frozen=True)
 class IsolationSettings:
-    oidc_issuer: str = "https://login.example.com"
+    # Empty: no issuer configured; the vCluster then gets no OIDC flags and no kubeconfig is issued.
+    oidc_issuer: str = ""
     oidc_client_id: str = "gpufleet-vcluster"
     oidc_username_claim: str = "preferred_username"
     oidc_groups_claim: str = "groups"

@@ -79,4 +79,10 @@ def kubeconfig_yaml(tenant: Any) -> str:
 
     from infra.manifests import to_yaml
 
-    return to_yaml(render_kubeconfig(tenant.slug, config.settings_from(settings), ca_pem(tenant)))
+    from ..errors import Conflict
+
+    iso = config.settings_from(settings)
+    if not iso.oidc_issuer:
+        raise Conflict("no OIDC issuer is configured (GPUFLEET_VCLUSTER_OIDC_ISSUER or OIDC_OP_ISSUER): "
+                       "the virtual cluster cannot authenticate anyone, so there is no kubeconfig to give")
+    return to_yaml(render_kubeconfig(tenant.slug, iso, ca_pem(tenant)))

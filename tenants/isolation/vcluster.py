@@ -65,8 +65,9 @@ def _child(values: dict[str, Any], *path: str) -> dict[str, Any]:
 def extend_values(view: TenantView, ctx: RenderContext, values: dict[str, Any]) -> None:
     settings = config.of_ctx(ctx)
     iso = config.of_view(view)
-    api_server = _child(values, "controlPlane", "distro", "k8s", "apiServer")
-    api_server["extraArgs"] = [*api_server.get("extraArgs", []), *oidc_args(settings)]
+    if settings.oidc_issuer:  # never a made-up issuer: without one, people cannot sign in at all
+        api_server = _child(values, "controlPlane", "distro", "k8s", "apiServer")
+        api_server["extraArgs"] = [*api_server.get("extraArgs", []), *oidc_args(settings)]
     _child(values, "experimental", "deploy", "vcluster")["manifests"] = to_yaml_stream(
         rbac_manifests(view, settings)
     )

@@ -114,7 +114,8 @@ def test_lowering_trust_reports_configured_quotas_no_longer_admitted(gitops_repo
     assert "trust level untrusted allows whole" in cond["message"]
 
 
-def test_render_command_shows_isolation_for_each_level(capsys) -> None:
+def test_render_command_shows_isolation_for_each_level(capsys, settings) -> None:
+    settings.OIDC_OP_ISSUER = "https://login.gpufleet.test"
     for level in ("untrusted", "standard", "trusted"):
         factories.tenant(f"t-{level}", level, phase=Phase.READY)
         call_command("render", "--tenant", f"t-{level}", "--validate")

@@ -11,7 +11,8 @@ from tests.support import factories
 pytestmark = pytest.mark.django_db
 
 
-def test_tenant_page_links_the_kubeconfig_and_the_link_works() -> None:
+def test_tenant_page_links_the_kubeconfig_and_the_link_works(settings) -> None:
+    settings.OIDC_OP_ISSUER = "https://login.gpufleet.test"
     alice = factories.user("alice")
     acme = factories.tenant("acme", "untrusted", owner=alice)
     client = Client()

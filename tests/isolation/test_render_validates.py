@@ -121,3 +121,15 @@ def test_untrusted_has_no_world_egress_unless_an_admin_allows_it(registry: Schem
         {"toFQDNs": [{"matchPattern": "*.huggingface.co"}, {"matchName": "pypi.org"}]},
     ]
     assert registry.validate(manifests) == []
+
+
+def test_no_issuer_means_no_oidc_flags_never_a_made_up_one(registry: SchemaRegistry) -> None:
+    from tenants.isolation.config import IsolationSettings
+    from tenants.render import RenderContext, render_tenant
+
+    from .helpers import view
+
+    manifests = render_tenant(view("standard"), RenderContext(extra={"isolation": IsolationSettings()}))
+    values = find(manifests, "HelmRelease")["spec"]["values"]
+    assert "apiServer" not in values["controlPlane"]["distro"]["k8s"]
+    assert registry.validate(manifests) == []

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from tenants.errors import ActionError
 from tenants.isolation.kubeconfig import kubeconfig_yaml
 
-from ._util import get_tenant
+from ._util import action_error, get_tenant
 
 
 class Command(BaseCommand):
@@ -16,4 +17,8 @@ class Command(BaseCommand):
         parser.add_argument("--tenant", metavar="SLUG", required=True)
 
     def handle(self, *args: object, **opts: object) -> None:
-        self.stdout.write(kubeconfig_yaml(get_tenant(str(opts["tenant"]))), ending="")
+        try:
+            text = kubeconfig_yaml(get_tenant(str(opts["tenant"])))
+        except ActionError as exc:
+            raise action_error(exc) from exc
+        self.stdout.write(text, ending="")
