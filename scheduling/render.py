@@ -273,8 +273,9 @@ def prometheus_trigger(cat: Catalog, name: str, query: str, threshold: str) -> d
     return {
         "type": "prometheus",
         "name": name,
+        # At zero replicas vLLM exports nothing: an empty result counts as 0 instead of a scaler error.
         "metadata": {"serverAddress": cat.metrics_url, "query": query, "threshold": threshold,
-                     "activationThreshold": "0"},
+                     "activationThreshold": "0", "ignoreNullValues": "true"},
     }
 
 
