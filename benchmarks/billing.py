@@ -1,0 +1,283 @@
+"""Billing benchmark: a month of a 1,000-GPU fleet in a real VictoriaMetrics, collected and invoiced.
+
+One command: `.venv/bin/python benchmarks/billing.py` (or `make bench`). It creates its own database
+(`gpufleet_bench_billing` on 127.0.0.1:5432, dropped and re-created each run; BENCH_BILLING_DATABASE_URL
+overrides), starts `/usr/bin/victoria-metrics` on a free loopback port with a temporary storage
+directory, and imports (not timed) 30 days of 60-second samples shaped like dcgm-exporter and the HAMi
+scheduler for:
+
+* 700 whole H100s and 200 MIG 3g.40gb instances (on 100 A100s): each runs a job of 23 hours for one of
+  200 tenants, then stays idle for an hour (reported without pod labels), over and over; the job
+  boundaries are staggered per GPU;
+* 100 HAMi containers on 25 shared A100s (20 GiB of 80 GiB, 25 % cores: a 0.25 share each).
+
+Timed: `billing.collect.collect(month)` (the measurement inside VictoriaMetrics plus storing ~10^5
+usage rows) and `billing.actions.draft_all(month)` (200 invoices). Target on 2 cores: <= 30 s, most of
+it inside the TSDB. It prints the figures, the share of time spent in TSDB queries, and checks that the
+collected seconds equal the seconds of the generated timeline exactly. Exits 1 when a check fails.
+Options: --days N (default 30), --keep (leave the database for inspection).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO), str(REPO / "platform")]
+
+TARGET_S = 30.0
+INTERVAL = 60
+PHASE = 7
+TENANTS = 200
+WHOLE, MIG_GPUS, MIG_PER_GPU, HAMI_GPUS, HAMI_PER_GPU = 700, 100, 2, 25, 4
+JOB_H, IDLE_H = 23, 1
+H100, A100 = "NVIDIA H100 80GB HBM3", "NVIDIA A100 80GB PCIe"
+GIB = 1024**3
+START = datetime(2025, 9, 1, tzinfo=UTC)  # September: 30 days
+
+
+def _database_url() -> str:
+    return os.environ.get("BENCH_BILLING_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/gpufleet_bench_billing")
+
+
+def _recreate_database(url: str) -> None:
+    import psycopg
+
+    name = url.rsplit("/", 1)[1]
+    with psycopg.connect(url.rsplit("/", 1)[0] + "/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def _drop_database(url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url.rsplit("/", 1)[0] + "/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
+
+
+def _setup_django(url: str, metrics_url: str) -> None:
+    os.environ["DJANGO_SETTINGS_MODULE"] = "gpufleet.settings.test"
+    os.environ["DATABASE_URL"] = url
+    import django
+    from django.conf import settings
+
+    django.setup()
+    settings.GPUFLEET_METRICS_URL = metrics_url
+    settings.GPUFLEET_SCRAPE_INTERVAL = str(INTERVAL)
+    from django.core.management import call_command
+
+    call_command("migrate", interactive=False, verbosity=0)
+
+
+# --- the generated month ----------------------------------------------------------------------------
+
+def _ms_range(start: int, end: int) -> list[int]:
+    """Scrape instants (ms) in [start, end) on the 60 s grid with the scraper's phase."""
+    first = start + ((PHASE - start) % INTERVAL)
+    return list(range(first * 1000, end * 1000, INTERVAL * 1000))
+
+
+def _jobs(gpu: int, begin: int, end: int) -> list[tuple[int, int, str]]:
+    """(start, end, tenant) holds of one GPU: 23 h jobs, 1 h idle, staggered by the GPU's number."""
+    period = (JOB_H + IDLE_H) * 3600
+    out, t, job = [], begin - (gpu % 24) * 3600, 0
+    while t < end:
+        s, e = max(t, begin), min(t + JOB_H * 3600, end)
+        if s < e:
+            out.append((s, e, f"t{(gpu * 7 + job) % TENANTS:03d}"))
+        t, job = t + period, job + 1
+    return out
+
+
+def _line(labels: dict[str, str], values: list[int] | str, stamps: list[int]) -> str:
+    vals = values if isinstance(values, str) else json.dumps(values)
+    return f'{{"metric":{json.dumps(labels)},"values":{vals},"timestamps":{json.dumps(stamps)}}}'
+
+
+def _const(value: int, n: int) -> str:
+    return "[" + ",".join([str(value)] * n) + "]"
+
+
+def generate(begin: int, end: int):
+    """Yield VictoriaMetrics JSON-lines import records; return totals via the `expected` dict."""
+    expected: dict[str, Decimal] = {"whole": Decimal(0), "mig": Decimal(0), "hami": Decimal(0)}
+    samples = 0
+
+    def dcgm(index: int, uuid: str, model: str, host: str, mig: tuple[str, str] | None, mode: str):
+        nonlocal samples
+        base = {"__name__": "DCGM_FI_DEV_FB_USED", "gpu": str(index % 8), "UUID": uuid,
+                "device": f"nvidia{index % 8}", "modelName": model}
+        if mig:
+            base |= {"GPU_I_PROFILE": mig[0], "GPU_I_ID": mig[1]}
+        base |= {"Hostname": host, "DCGM_FI_DRIVER_VERSION": "570.124.06", "instance": f"{host}:9400",
+                 "job": "dcgm-exporter"}
+        idle: list[int] = []
+        cursor = begin
+        for s, e, tenant in _jobs(index, begin, end):
+            idle += _ms_range(cursor, s)
+            stamps = _ms_range(s, e)
+            samples += len(stamps)
+            expected[mode] += Decimal(len(stamps) * INTERVAL)
+            yield _line(base | {"container": "main", "namespace": f"tenant-{tenant}", "pod": f"job-{uuid}-{s}"},
+                        _const(30211, len(stamps)), stamps)
+            cursor = e
+        idle += _ms_range(cursor, end)
+        if idle:
+            samples += len(idle)
+            yield _line(base, _const(0, len(idle)), idle)
+
+    for i in range(WHOLE):
+        yield from dcgm(i, f"GPU-w{i:04d}", H100, f"h100-node-{i // 8:03d}", None, "whole")
+    for g in range(MIG_GPUS):
+        for k in range(MIG_PER_GPU):
+            n = WHOLE + g * MIG_PER_GPU + k
+            yield from dcgm(n, f"GPU-m{g:04d}", A100, f"a100-node-{g // 4:03d}", ("3g.40gb", str(k + 1)), "mig")
+    everything = _ms_range(begin, end)
+    for g in range(HAMI_GPUS):
+        uuid, node = f"GPU-h{g:04d}", f"hami-node-{g // 4:03d}"
+        device = {"node": node, "device_uuid": uuid, "device_index": str(g % 4),
+                  "device_type": f"NVIDIA-{A100}", "instance": "10.0.0.9:31993", "job": "hami-scheduler"}
+        samples += len(everything)
+        yield _line({"__name__": "hami_gpu_memory_limit_bytes"} | device, _const(80 * GIB, len(everything)),
+                    everything)
+        for c in range(HAMI_PER_GPU):
+            n = 10_000 + g * HAMI_PER_GPU + c
+            for s, e, tenant in _jobs(n, begin, end):
+                stamps = _ms_range(s, e)
+                samples += 2 * len(stamps)
+                expected["hami"] += Decimal(len(stamps) * INTERVAL) * Decimal("0.25")
+                labels = {"namespace": f"tenant-{tenant}", "node": node, "pod": f"share-{n}-{s}",
+                          "container_index": "0", "device_uuid": uuid, "instance": "10.0.0.9:31993",
+                          "job": "hami-scheduler"}
+                yield _line({"__name__": "hami_vgpu_memory_allocated_bytes"} | labels,
+                            _const(20 * GIB, len(stamps)), stamps)
+                yield _line({"__name__": "hami_vgpu_core_allocated_ratio"} | labels, _const(25, len(stamps)), stamps)
+    generate.samples = samples  # type: ignore[attr-defined]
+    generate.expected = expected  # type: ignore[attr-defined]
+
+
+def import_month(url: str, begin: int, end: int) -> tuple[int, float]:
+    import requests
+
+    started = time.perf_counter()
+    session = requests.Session()
+    batch: list[str] = []
+    size = 0
+    for line in generate(begin, end):
+        batch.append(line)
+        size += len(line)
+        if size > 32_000_000:
+            session.post(f"{url}/api/v1/import", data="\n".join(batch).encode(), timeout=600).raise_for_status()
+            batch, size = [], 0
+    if batch:
+        session.post(f"{url}/api/v1/import", data="\n".join(batch).encode(), timeout=600).raise_for_status()
+    session.get(f"{url}/internal/force_flush", timeout=120).raise_for_status()
+    return generate.samples, time.perf_counter() - started  # type: ignore[attr-defined]
+
+
+# --- the timed part ---------------------------------------------------------------------------------
+
+class TimedClient:
+    """Wraps the metrics client to add up the wall time spent waiting for the TSDB."""
+
+    def __init__(self, client) -> None:  # type: ignore[no-untyped-def]
+        self.client, self.seconds, self.calls = client, 0.0, 0
+
+    def range(self, query, start, end, step_seconds):  # type: ignore[no-untyped-def]
+        began = time.perf_counter()
+        try:
+            return self.client.range(query, start, end, step_seconds)
+        finally:
+            self.seconds += time.perf_counter() - began
+            self.calls += 1
+
+
+def seed_catalog() -> None:
+    from billing import actions
+    from scheduling.models import Flavor, GpuModel
+    from tenants.models import Phase, Tenant
+
+    h100 = GpuModel.objects.create(name="h100-80gb", dcgm_model_name=H100, memory_mib=81920)
+    a100 = GpuModel.objects.create(name="a100-80gb-pcie", dcgm_model_name=A100, memory_mib=81920)
+    Flavor.objects.create(name="h100", gpu_model=h100, mode="whole", weight=1, capacity=WHOLE)
+    Flavor.objects.create(name="a100-3g", gpu_model=a100, mode="mig", mig_profile="3g.40gb", weight="0.4286",
+                          capacity=MIG_GPUS * MIG_PER_GPU)
+    Flavor.objects.create(name="a100-share", gpu_model=a100, mode="hami", memory_percent=25, cores_percent=25,
+                          weight="0.25", capacity=HAMI_GPUS * HAMI_PER_GPU)
+    Tenant.objects.bulk_create([Tenant(slug=f"t{i:03d}", display_name=f"tenant {i}", trust_level="trusted",
+                                       phase=Phase.READY) for i in range(TENANTS)])
+    for flavor, price in (("h100", "2.90"), ("a100-3g", "0.95"), ("a100-share", "0.60")):
+        actions.set_price(flavor, price, "USD", "2025-01-01")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--days", type=int, default=30)
+    parser.add_argument("--keep", action="store_true")
+    args = parser.parse_args()
+
+    from tests.support.victoriametrics import VictoriaMetrics
+
+    url = _database_url()
+    _recreate_database(url)
+    with tempfile.TemporaryDirectory(prefix="gpufleet-bench-billing-") as tmp:
+        vm = VictoriaMetrics.start(Path(tmp))
+        try:
+            _setup_django(url, vm.url)
+            from django.db.models import Sum
+
+            from billing import actions, collect
+            from billing.models import UsageRecord
+            from gpufleet.audit.context import acting
+
+            seed_catalog()
+            end = START + timedelta(days=args.days)
+            samples, import_s = import_month(vm.url, int(START.timestamp()), int(end.timestamp()))
+            print(f"imported {samples:,} samples in {import_s:.1f} s (not timed)")
+
+            client = TimedClient(collect.metrics_client())
+            with acting(task="benchmark"):
+                began = time.perf_counter()
+                run = collect.collect(START, end, client=client)
+                collected = time.perf_counter()
+                invoices = actions.draft_all("2025-09")
+                done = time.perf_counter()
+
+            collect_s, draft_s, total_s = collected - began, done - collected, done - began
+            by_mode = {row["flavor__mode"]: row["u"] for row in UsageRecord.objects.values("flavor__mode")
+                       .annotate(u=Sum("unit_seconds"))}
+            expected = generate.expected  # type: ignore[attr-defined]
+            exact = all(by_mode.get(mode, Decimal(0)) == expected[mode] for mode in expected)
+            share = client.seconds / total_s
+            print(f"collect (month, {run.records:,} usage rows): {collect_s:.2f} s "
+                  f"(TSDB queries {client.seconds:.2f} s in {client.calls} calls; storing "
+                  f"{collect_s - client.seconds:.2f} s)")
+            print(f"draft {len(invoices)} invoices: {draft_s:.2f} s")
+            print(f"total: {total_s:.2f} s (target <= {TARGET_S:.0f} s) "
+                  f"{'PASS' if total_s <= TARGET_S else 'FAIL'}")
+            print(f"share of time inside the TSDB: {share:.0%}")
+            for mode in ("whole", "mig", "hami"):
+                print(f"  {mode:<6} unit-seconds collected {by_mode.get(mode, 0)} expected {expected[mode]}")
+            print(f"exact: {'PASS' if exact else 'FAIL'}")
+            ok = exact and total_s <= TARGET_S and len(invoices) == TENANTS
+        finally:
+            vm.stop()
+            from django.db import connections
+
+            connections.close_all()
+            if not args.keep:
+                _drop_database(url)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
