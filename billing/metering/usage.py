@@ -49,6 +49,9 @@ DEFAULT_MAX_GAP_SCRAPES = 3
 TENANT_PREFIX = "tenant-"
 HOUR = timedelta(hours=1)
 SECONDS_QUANTUM = Decimal("0.001")
+# Slots one range query may evaluate per series: VictoriaMetrics refuses subqueries over
+# -search.maxPointsSubqueryPerTimeseries (100,000 by default); chunks are shortened to stay well below.
+SUBQUERY_POINT_BUDGET = 50_000
 
 
 class RangeQuerier(Protocol):
@@ -197,6 +200,7 @@ def measure_report(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: d
         raise MeteringInputError("settings", str(exc)) from exc
     index = FlavorIndex(flavors)
     s = Decimal(scrape_interval)
+    chunk_hours = max(1, min(chunk_hours, SUBQUERY_POINT_BUDGET * scrape_interval // 3600))
 
     totals: dict[tuple[datetime, str, str], list[Decimal]] = defaultdict(lambda: [Decimal(0), Decimal(0)])
     unmatched: dict[tuple[datetime, str, str, str, str], Decimal] = defaultdict(Decimal)

@@ -55,3 +55,16 @@ def test_settling_time_and_query_shape():
         # each rollup selects both label schemes; the HAMi device check adds one more
         assert query.count("DCGM_FI_DEV_FB_USED") == 2 * rollups
         assert "[3600s:30s]" in query and 'pod!=""' in query and 'pod_name!=""' in query
+
+
+def test_chunks_stay_within_the_subquery_point_budget():
+    calls = []
+
+    class Empty:
+        def range(self, query, start, end, step):
+            calls.append((end - start).total_seconds() / 3600 + 1)
+            return []
+
+    measure(Empty(), FLAVORS, START, START + timedelta(days=31), scrape_interval=10, chunk_hours=744)
+    assert max(calls) == 50_000 * 10 // 3600  # 138 h of 10 s slots
+    assert sum(calls) == 2 * 31 * 24  # every hour still covered, by both queries
