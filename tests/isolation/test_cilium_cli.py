@@ -93,3 +93,16 @@ def test_dropped_flows_endpoint_is_scoped_and_never_500s(stub_path: Path, api, m
     monkeypatch.setenv("STUB_MODE", "garbage")
     response = api.get(f"/api/v1/tenants/{acme.pk}/dropped-flows/")
     assert response.status_code == 503 and "not JSON" in response.json()["detail"]
+
+
+def test_cilium_status_command(stub_path: Path, monkeypatch, capsys) -> None:
+    from django.core.management import CommandError, call_command
+
+    call_command("cilium_status")
+    assert '"ok": true' in capsys.readouterr().out
+    monkeypatch.setenv("STUB_MODE", "degraded")
+    with pytest.raises(CommandError, match="2/3 ready"):
+        call_command("cilium_status")
+    monkeypatch.setenv("STUB_MODE", "fail")
+    with pytest.raises(CommandError, match="exit 1"):
+        call_command("cilium_status")

@@ -1,0 +1,26 @@
+"""gpufleet cilium_status: is the network isolation layer healthy? (`cilium status -o json`)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from infra.cilium import CiliumCLI
+from infra.errors import InfraError
+
+from ._util import dumps
+
+
+class Command(BaseCommand):
+    help = "Check Cilium's health with the cilium CLI; exits non-zero when unhealthy or unreachable."
+
+    def handle(self, *args: object, **opts: object) -> None:
+        cli = CiliumCLI(timeout=float(getattr(settings, "GPUFLEET_HUBBLE_TIMEOUT_SECONDS", 10)))
+        try:
+            health = cli.status()
+        except InfraError as exc:
+            raise CommandError(str(exc)) from exc
+        self.stdout.write(dumps({"ok": health.ok, "problems": list(health.problems),
+                                 "components": health.components}))
+        if not health.ok:
+            raise CommandError("Cilium is not healthy: " + "; ".join(health.problems))
