@@ -76,13 +76,19 @@ def create_gpu_model(name: Any, dcgm_model_name: Any, memory_mib: Any, node_labe
     memory = validation.count(memory_mib, "memory_mib", errors)
     if memory == 0:
         errors["memory_mib"] = ["must be positive"]
+    # GPU feature discovery labels nodes nvidia.com/gpu.product=<product with spaces as '-'>.
+    label = str(node_label_value or "").strip()
+    if not label and isinstance(dcgm_model_name, str):
+        label = validation.label_value(dcgm_model_name)
+    if not validation.LABEL_VALUE.match(label):
+        errors["node_label_value"] = [f"{label!r} is not a valid label value (e.g. NVIDIA-H100-80GB-HBM3)"]
     if not errors and GpuModel.objects.filter(name=name).exists():
         errors["name"] = [f"GPU model '{name}' already exists"]
     if errors:
         raise ActionError(errors)
     with transaction.atomic():
         model = GpuModel.objects.create(name=name, dcgm_model_name=dcgm_model_name.strip(), memory_mib=memory,
-                                        node_label_value=str(node_label_value or dcgm_model_name).strip())
+                                        node_label_value=label)
         record("gpu_model.create", model, after={"name": name, "dcgm_model_name": model.dcgm_model_name,
                                                  "memory_mib": memory})
     return model
@@ -132,8 +138,8 @@ def create_flavor(name: Any, *, gpu_model: Any, mode: Any, mig_profile: Any = ""
                                 high=Decimal(10), default=Decimal(1))
     weight_value = validation.decimal(weight, "weight", errors, low=Decimal("0.0001"), high=Decimal(8),
                                       default=Decimal(0)) if weight not in (None, "") else None
-    for field, value, kind in (("node_labels", node_labels, dict), ("tolerations", tolerations, list),
-                               ("taints", taints, list)):
+    validation.labels(node_labels, "node_labels", errors)
+    for field, value, kind in (("tolerations", tolerations, list), ("taints", taints, list)):
         if value is not None and not isinstance(value, kind):
             errors[field] = [f"must be a {'mapping' if kind is dict else 'list'}"]
     if not errors and Flavor.objects.filter(name=name).exists():

@@ -60,3 +60,27 @@ def name(value: Any, field: str, errors: dict[str, list[str]]) -> str:
         errors[field] = ["must be a DNS label: lowercase letters, digits and '-', at most 63 characters"]
         return ""
     return value
+
+
+LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?)?$")
+LABEL_KEY = re.compile(r"^([a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$")
+
+
+def label_value(text: str) -> str:
+    """The Kubernetes label value GPU feature discovery uses for a product name (spaces -> '-')."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text.strip()).strip("-._")[:63].strip("-._")
+
+
+def labels(value: Any, field: str, errors: dict[str, list[str]]) -> None:
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        errors[field] = ["must be a mapping of label keys to values"]
+        return
+    for key, val in value.items():
+        if not isinstance(key, str) or not LABEL_KEY.match(key):
+            errors[field] = [f"{key!r} is not a valid label key"]
+            return
+        if not isinstance(val, str) or not LABEL_VALUE.match(val):
+            errors[field] = [f"{val!r} (for {key}) is not a valid label value"]
+            return

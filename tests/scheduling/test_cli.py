@@ -65,3 +65,14 @@ def test_cli_catalog_quota_endpoint_and_platform_render() -> None:
     tenant = list(yaml.safe_load_all(cli("render", "--tenant", "acme", "--validate")))
     assert {"ClusterQueue", "LocalQueue", "ScaledObject"} <= {m["kind"] for m in tenant}
     assert Flavor.objects.count() == 2
+
+
+def test_gpu_model_label_defaults_to_the_gfd_product_value() -> None:
+    model = json.loads(cli("gpu-model", "create", "h100", "--dcgm-name", "NVIDIA H100 80GB HBM3",
+                           "--memory-mib", "81559"))
+    assert model["node_label_value"] == "NVIDIA-H100-80GB-HBM3"
+    with pytest.raises(CommandError, match="node_label_value"):
+        cli("gpu-model", "create", "h200", "--dcgm-name", "NVIDIA H200", "--memory-mib", "1",
+            "--node-label", "bad value!")
+    with pytest.raises(CommandError, match="node_labels"):
+        cli("flavor", "create", "h100", "--gpu-model", "h100", "--mode", "whole", "--node-label", "k=bad value")
