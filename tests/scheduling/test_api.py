@@ -168,3 +168,25 @@ def test_tenant_scheduling_settings_render_into_the_queues(fleet, tenants, admin
     assert kai["spec"]["resources"]["gpu"]["overQuotaWeight"] == 3
     cohorts = {c["name"]: c["parent"] for c in admin_api.get("/api/v1/cohorts/").json()["results"]}
     assert cohorts == {"research": None, "vision-lab": "research"}
+
+
+def test_quota_requests_are_scoped_and_lists_cost_constant_queries(fleet, tenants, admin_api,
+                                                                  django_assert_max_num_queries) -> None:
+    alice, bob = factories.user("alice"), factories.user("bob")
+    a = factories.tenant("team-a", "standard", owner=alice, phase="ready")
+    b = factories.tenant("team-b", "standard", owner=bob, phase="ready")
+    mine = actions.propose_quota_change(a, flavor="h100", nominal=1, proposed_by=alice)
+    theirs = actions.propose_quota_change(b, flavor="h100", nominal=1, proposed_by=bob)
+    api = client_for(alice)
+    assert [r["id"] for r in api.get("/api/v1/quota-requests/").json()["results"]] == [mine.pk]
+    for path in (f"/api/v1/quota-requests/{theirs.pk}/", f"/api/v1/quota-requests/{theirs.pk}/preview/"):
+        assert api.get(path).status_code == 404
+    assert api.post(f"/api/v1/quota-requests/{theirs.pk}/approve/").status_code == 404
+    assert QuotaChangeRequest.objects.get(pk=theirs.pk).state == "pending"
+    # Query counts do not grow with rows (NetBox-style): 2 rows vs 12 rows, same budget.
+    for i in range(10):
+        actions.propose_quota_change(a, flavor="h100-3g", nominal=i % 3, proposed_by=alice)
+        actions.set_quota(factories.tenant(f"extra-{i}", "standard", phase="ready"), flavor="h100", nominal=0)
+    for path in ("/api/v1/quota-requests/", "/api/v1/quotas/", "/api/v1/flavors/", "/api/v1/endpoints/"):
+        with django_assert_max_num_queries(6):
+            assert admin_api.get(path).status_code == 200
