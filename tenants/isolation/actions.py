@@ -27,8 +27,8 @@ def _enqueue(tenant_ids: list[int]) -> None:
         transaction.on_commit(lambda tid=tenant_id: reconcile_tenant.delay(tid))
 
 
-def set_level_policy(trust_level: Any, *, allowed_modes: Any = UNSET, world_egress: Any = UNSET) -> AllocationPolicy:
-    """Change what a trust level allows; every live tenant of that level is re-rendered."""
+def level_policy_errors(trust_level: Any, *, allowed_modes: Any = UNSET, world_egress: Any = UNSET
+                        ) -> dict[str, list[str]]:
     errors: dict[str, list[str]] = {}
     if trust_level not in TrustLevel.values:
         errors["trust_level"] = [f"must be one of {', '.join(TrustLevel.values)}"]
@@ -36,6 +36,12 @@ def set_level_policy(trust_level: Any, *, allowed_modes: Any = UNSET, world_egre
         errors.update(policy.mode_errors(allowed_modes))
     if world_egress is not UNSET and not isinstance(world_egress, bool):
         errors["world_egress"] = ["must be true or false"]
+    return errors
+
+
+def set_level_policy(trust_level: Any, *, allowed_modes: Any = UNSET, world_egress: Any = UNSET) -> AllocationPolicy:
+    """Change what a trust level allows; every live tenant of that level is re-rendered."""
+    errors = level_policy_errors(trust_level, allowed_modes=allowed_modes, world_egress=world_egress)
     if errors:
         raise ActionError(errors)
     with transaction.atomic():
@@ -66,13 +72,9 @@ def _bump(tenant_ids: list[int]) -> None:
     Tenant.objects.filter(pk__in=tenant_ids).update(generation=F("generation") + 1)
 
 
-def set_tenant_isolation(
+def tenant_isolation_errors(
     tenant: Tenant, *, allowed_modes: Any = UNSET, egress_cidrs: Any = UNSET, egress_fqdns: Any = UNSET
-) -> TenantIsolation:
-    """Tighten a tenant's GPU modes (never beyond its trust level's) and grant egress exceptions.
-
-    `allowed_modes=None` returns the tenant to its trust level's modes.
-    """
+) -> dict[str, list[str]]:
     errors: dict[str, list[str]] = {}
     if allowed_modes is not UNSET and allowed_modes is not None:
         errors.update(policy.mode_errors(allowed_modes))
@@ -88,6 +90,18 @@ def set_tenant_isolation(
         errors["egress_cidrs"] = problems
     if egress_fqdns is not UNSET and (problems := egress.fqdn_errors(egress_fqdns)):
         errors["egress_fqdns"] = problems
+    return errors
+
+
+def set_tenant_isolation(
+    tenant: Tenant, *, allowed_modes: Any = UNSET, egress_cidrs: Any = UNSET, egress_fqdns: Any = UNSET
+) -> TenantIsolation:
+    """Tighten a tenant's GPU modes (never beyond its trust level's) and grant egress exceptions.
+
+    `allowed_modes=None` returns the tenant to its trust level's modes.
+    """
+    errors = tenant_isolation_errors(tenant, allowed_modes=allowed_modes, egress_cidrs=egress_cidrs,
+                                     egress_fqdns=egress_fqdns)
     if errors:
         raise ActionError(errors)
     with transaction.atomic():
