@@ -115,10 +115,26 @@ def _insert_usage(values: list[tuple[Any, ...]]) -> None:
         UsageRecord.objects.bulk_create([UsageRecord(**dict(zip(USAGE_COLUMNS, v, strict=True))) for v in values],
                                         batch_size=2000)
         return
+    # COPY's text format written by hand: ids, decimals and a few hundred distinct timestamps format
+    # far faster here than through the per-value dumpers of write_row.
+    stamps: dict[datetime, str] = {}
+
+    def stamp(moment: datetime) -> str:
+        text = stamps.get(moment)
+        if text is None:
+            text = stamps[moment] = moment.isoformat()
+        return text
+
     with connection.cursor() as cursor, cursor.cursor.copy(  # psycopg 3's COPY on Django's cursor
             f"COPY {UsageRecord._meta.db_table} ({', '.join(USAGE_COLUMNS)}) FROM STDIN") as copy:
-        for row in values:
-            copy.write_row(row)
+        chunk: list[str] = []
+        for t, f, h, u, g, c, ws, we in values:
+            chunk.append(f"{t}\t{f}\t{stamp(h)}\t{u}\t{g}\t{stamp(c)}\t{stamp(ws)}\t{stamp(we)}\n")
+            if len(chunk) >= 10_000:
+                copy.write("".join(chunk))
+                chunk = []
+        if chunk:
+            copy.write("".join(chunk))
 
 
 # --- prices ---------------------------------------------------------------------------------------
