@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
@@ -229,7 +229,7 @@ def derive_price(flavor: Any, currency: Any, opencost_gpu_hourly: Any, markup: A
         errors["flavor"] = [f"unknown flavor {flavor!r}"]
     if errors:
         raise ActionError(errors)
-    amount = (hourly * flavor_obj.weight * factor).quantize(Decimal("0.000001"))  # type: ignore[operator,union-attr]
+    amount = (hourly * flavor_obj.weight * factor).quantize(Decimal("0.000001"), rounding=ROUND_HALF_EVEN)  # type: ignore[operator,union-attr]
     return set_price(flavor, amount, currency, effective_from, source=Price.Source.OPENCOST,
                      opencost_gpu_hourly=hourly, markup=factor)
 
