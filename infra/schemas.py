@@ -27,6 +27,9 @@ import yaml
 
 from .manifests import Manifest, content_key, ref
 
+# Upstream CRDs are megabytes of YAML: libyaml's safe loader parses them ~10x faster when present.
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 # Remembered verdicts (by exact manifest content) before the memo is cleared and refilled.
 _VERDICTS_MAX = 100_000
 
@@ -98,7 +101,7 @@ class SchemaRegistry:
         path = self._crd_files.get((group, kind))
         if path is None:
             return None
-        crd = yaml.safe_load(path.read_text())
+        crd = yaml.load(path.read_text(), Loader=_SafeLoader)  # noqa: S506 - a safe loader (libyaml's)
         for entry in crd["spec"]["versions"]:
             if entry["name"] == version:
                 if not entry.get("served", False):

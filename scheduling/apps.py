@@ -16,3 +16,6 @@ class SchedulingConfig(AppConfig):
             reconcile.VIEW_EXTRAS.append(inputs.load_tenant)
         if inputs.load_catalog not in tenant_render.CONTEXT_EXTRAS:
             tenant_render.CONTEXT_EXTRAS.append(inputs.load_catalog)
+        from . import inputs_many  # batch loaders for fleet-wide passes (gitops-sync)
+
+        inputs_many.register()

@@ -5,9 +5,9 @@ edit in the GitOps repository left behind is put back, and *drift* (an object ch
 behind gpufleet's back) is counted. Each run is one `SyncRun` row; the latest is the fleet's sync
 status (portal snippet `scheduling/_sync_status.html`, `GET /api/v1/sync/`).
 
-Each tenant goes through the ordinary `tenants.reconcile.reconcile_tenant` (its lock, schema
-validation, status and audit), with the platform-wide render inputs loaded once for the whole run.
-One tenant failing is recorded and the run goes on.
+The pass is `tenants.fleet.reconcile_fleet`: a tenant whose files already equal its render costs a
+render and a byte comparison; any other goes through the ordinary `reconcile_tenant` (its lock,
+schema validation, status and audit), commits batched. One tenant failing is recorded, the run goes on.
 """
 
 from __future__ import annotations
@@ -19,11 +19,8 @@ from django.utils import timezone
 
 from gpufleet.audit.context import acting
 from infra.backend import ApplyResult, Backend
-from infra.errors import InfraError
-from tenants import reconcile
 from tenants.backends import get_backend
-from tenants.models import Tenant
-from tenants.render import RenderContext
+from tenants.fleet import reconcile_fleet
 
 from .models_sync import SyncRun
 
@@ -46,9 +43,9 @@ class _Tally:
         self.drift += len(result.drifted)
         self.drifted.extend(result.drifted[: max(0, MAX_LISTED - len(self.drifted))])
 
-    def error(self, who: str, message: str) -> None:
+    def error(self, message: str) -> None:
         if len(self.errors) < MAX_LISTED:
-            self.errors.append(f"{who}: {message}")
+            self.errors.append(message)
 
 
 def sync_fleet(backend: Backend | None = None) -> SyncRun:
@@ -58,30 +55,27 @@ def sync_fleet(backend: Backend | None = None) -> SyncRun:
     tally = _Tally()
     state = SyncRun.State.OK
     try:
-        ctx = RenderContext.from_settings()  # the catalog once per run, not once per tenant
-        try:
-            tally.add(reconcile.reconcile_platform(backend))
-        except InfraError as exc:
-            tally.error("platform", str(exc))
-        for tenant_id in Tenant.objects.live().order_by("pk").values_list("pk", flat=True):
-            try:
-                outcome = reconcile.reconcile_tenant(tenant_id, backend, ctx=ctx)
-            except InfraError as exc:  # transient: the next run (or the tenant's own retry) repairs it
-                tally.error(f"tenant {tenant_id}", str(exc))
-                continue
-            except Exception as exc:  # a bug or bad row in one tenant must not stop the fleet's repair
-                log.exception("fleet sync: tenant %s failed", tenant_id)
-                tally.error(f"tenant {tenant_id}", f"{type(exc).__name__}: {exc}")
-                continue
+        result = reconcile_fleet(backend, message="fleet sync")
+        if result.platform is not None:
+            tally.add(result.platform)
+        for objects in result.clean.values():
+            tally.owners += 1
+            tally.checked += objects
+        for outcome in result.outcomes:
             if outcome.result is not None:
                 tally.add(outcome.result)
-            for problem in outcome.problems:
-                tally.error(outcome.tenant, problem)
+        for problem in result.errors:
+            tally.error(problem)
+        if result.retry:  # transient failures: the per-tenant task retries them with backoff
+            from tenants.tasks import reconcile_tenant
+
+            for tenant_id in result.retry:
+                reconcile_tenant.delay(tenant_id)
         if tally.errors:
             state = SyncRun.State.PARTIAL
     except Exception as exc:  # record the failure on the row, then let Celery see it
         state = SyncRun.State.FAILED
-        tally.error("sync", f"{type(exc).__name__}: {exc}")
+        tally.error(f"sync: {type(exc).__name__}: {exc}")
         raise
     finally:
         SyncRun.objects.filter(pk=run.pk).update(

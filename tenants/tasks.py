@@ -10,7 +10,6 @@ from gpufleet.audit.context import acting
 from infra.errors import TransientError
 
 from . import reconcile
-from .models import Tenant
 
 log = logging.getLogger(__name__)
 
@@ -28,13 +27,18 @@ def reconcile_tenant(self, tenant_id: int) -> str:  # type: ignore[no-untyped-de
 
 @shared_task(name="tenants.reconcile_all", acks_late=True)
 def reconcile_all() -> int:
-    """Repair whatever a lost message or a manual edit left behind: enqueue every live tenant."""
+    """Repair whatever a lost message or a manual edit left behind, for every live tenant.
+
+    One pass (tenants.fleet): tenants whose objects are already right cost a render and a byte
+    comparison; the others are reconciled here, their commits batched. Transient failures go to
+    the per-tenant task, which retries with backoff.
+    """
+    from .fleet import reconcile_fleet
+
     with acting(task="tenants.reconcile_all", user_id=None, token_id=None):
-        try:
-            reconcile.reconcile_platform()
-        except Exception:  # the platform failing must not stop tenants from being repaired
-            log.exception("platform reconcile failed")
-        ids = list(Tenant.objects.live().values_list("pk", flat=True))
-        for tenant_id in ids:
+        result = reconcile_fleet(message="reconcile all tenants")
+        for problem in result.errors:
+            log.warning("reconcile_all: %s", problem)
+        for tenant_id in result.retry:
             reconcile_tenant.delay(tenant_id)
-        return len(ids)
+        return result.tenants

@@ -1,0 +1,134 @@
+"""Fleet-wide reconcile: every live tenant in one pass, cheap when nothing changed.
+
+`reconcile_all` (beat) and the fleet sync (scheduling.sync) run this instead of one task per
+tenant. For each live tenant it renders the desired state (platform-wide inputs loaded once) and
+asks the backend, read-only and without git, whether applying would change anything. A tenant in
+a steady phase whose render equals what it last applied and whose files are intact is *clean*:
+nothing is written, not even its status row (one bulk update stamps `last_reconciled_at`).
+Everything else -- a new generation, a phase to move, a drifted or missing file, a render error --
+goes through the ordinary `reconcile.reconcile_tenant` (per-tenant lock, validation, status,
+audit), and on the GitOps backend those applies share one commit per chunk (`GitOpsBackend.batch`),
+so a cold start of a thousand tenants is a handful of commits, not a thousand.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+
+from django.utils import timezone
+
+from infra.backend import ApplyResult, Backend
+from infra.errors import InfraError, TransientError
+from infra.manifests import digest
+
+from . import reconcile
+from .backends import get_backend, get_schema_registry
+from .models import Phase, Tenant
+from .render import RenderContext, TenantView, render_tenant
+
+log = logging.getLogger(__name__)
+
+# Phases in which "the render equals what was applied" means there is nothing to do.
+STEADY = {Phase.READY, Phase.SUSPENDED}
+# Tenants reconciled per commit on the cold path (bounded so a commit stays reviewable and a
+# failure part-way loses little).
+CHUNK = 250
+# Tenants whose render inputs are loaded together (bounds the IN (...) lists and memory).
+VIEW_CHUNK = 500
+
+
+@dataclass
+class FleetPass:
+    platform: ApplyResult | None = None
+    clean: dict[str, int] = field(default_factory=dict)  # slug -> objects verified unchanged
+    outcomes: list[reconcile.Outcome] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    # Tenants that hit a transient error: the caller hands them to the retrying per-tenant task.
+    retry: list[int] = field(default_factory=list)
+
+    @property
+    def tenants(self) -> int:
+        return len(self.clean) + len(self.outcomes)
+
+
+def _needs_render(tenant: Tenant) -> bool:
+    """Only steady tenants whose last apply saw their current generation can be clean."""
+    return tenant.phase in STEADY and tenant.observed_generation == tenant.generation
+
+
+def _clean_objects(tenant: Tenant, view: TenantView, backend: Backend, ctx: RenderContext) -> int | None:
+    """Number of objects if the tenant needs no work, else None (it will be reconciled)."""
+    in_sync = getattr(backend, "in_sync", None)
+    if in_sync is None:
+        return None
+    manifests = render_tenant(view, ctx)
+    if digest(manifests) != tenant.applied_digest or get_schema_registry().validate(manifests):
+        return None
+    return len(manifests) if in_sync(tenant.owner, manifests) else None
+
+
+def _chunks(items: list[int], size: int) -> Iterator[list[int]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet reconcile") -> FleetPass:
+    """One pass over the platform and every live tenant. One tenant failing never stops the rest."""
+    backend = backend or get_backend()
+    result = FleetPass()
+    try:
+        result.platform = reconcile.reconcile_platform(backend)
+    except InfraError as exc:
+        result.errors.append(f"platform: {exc}")
+    except Exception as exc:  # the platform failing must not stop tenants from being repaired
+        log.exception("fleet reconcile: platform failed")
+        result.errors.append(f"platform: {type(exc).__name__}: {exc}")
+    ctx = RenderContext.from_settings()  # once per pass, not once per tenant
+    dirty: list[int] = []
+    tenants = list(Tenant.objects.live().order_by("pk"))
+    candidates = [t for t in tenants if _needs_render(t)]
+    dirty.extend(t.pk for t in tenants if not _needs_render(t))
+    for start in range(0, len(candidates), VIEW_CHUNK):
+        chunk = candidates[start : start + VIEW_CHUNK]
+        try:
+            views = reconcile.tenant_views(chunk)  # a few queries per chunk, not per tenant
+        except Exception:
+            log.exception("fleet reconcile: loading render inputs failed; reconciling tenants one by one")
+            dirty.extend(t.pk for t in chunk)
+            continue
+        for tenant in chunk:
+            try:
+                objects = _clean_objects(tenant, views[tenant.pk], backend, ctx)
+            except Exception:  # the reconcile below reports it on the tenant (and in `errors`)
+                log.exception("fleet reconcile: checking tenant %s failed", tenant.slug)
+                objects = None
+            if objects is None:
+                dirty.append(tenant.pk)
+            else:
+                result.clean[tenant.slug] = objects
+    dirty.sort()
+    if result.clean:
+        Tenant.objects.filter(slug__in=result.clean.keys()).update(last_reconciled_at=timezone.now())
+    batch = getattr(backend, "batch", None)
+    for chunk in _chunks(dirty, CHUNK):
+        scope: AbstractContextManager[None] = (
+            batch(f"{message}: {len(chunk)} tenants") if batch else nullcontext()
+        )
+        with scope:
+            for tenant_id in chunk:
+                try:
+                    outcome = reconcile.reconcile_tenant(tenant_id, backend, ctx=ctx)
+                except TransientError as exc:
+                    result.retry.append(tenant_id)
+                    result.errors.append(f"tenant {tenant_id}: {exc} (will retry)")
+                    continue
+                except Exception as exc:  # a bug or bad row in one tenant must not stop the fleet
+                    log.exception("fleet reconcile: tenant %s failed", tenant_id)
+                    result.errors.append(f"tenant {tenant_id}: {type(exc).__name__}: {exc}")
+                    continue
+                result.outcomes.append(outcome)
+                result.errors.extend(f"{outcome.tenant}: {problem}" for problem in outcome.problems)
+    return result
