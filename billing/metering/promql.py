@@ -21,10 +21,10 @@ VictoriaMetrics supports it, Prometheus since 2.33). So held(k) is a plain insta
 subquery evaluates at the 3600/s aligned slot ends inside the left-open hour). Seconds = count x s.
 
 MetricsQL shortcut. VictoriaMetrics has `tlast_over_time`/`tfirst_over_time` (timestamps of the last/first
-raw sample in a window). With a = slot of the last sample in k-N..k-1 and b = slot of the first sample
-in k+1..k+N (the slot of a sample at time x is ceil(x / s)), held(k) = occ(k) OR b - a <= N + 1: the same
-condition with 3 rollups instead of 2N + 1. `dialect="metricsql"` (default) uses it, `"promql"` the
-portable form; the tests run both against the same data.
+raw sample in a window). With a = slot of the last sample in k-N..k and b = slot of the first sample in
+k..k+N (the slot of a sample at time x is ceil(x / s)), held(k) <=> b - a <= N + 1 (a = b = k when k is
+occupied; otherwise a, b are the witnesses above): the same condition with 2 rollups instead of 2N + 1.
+`dialect="metricsql"` (default) uses it, `"promql"` the portable form; the tests run both on the same data.
 
 Replicas. Every lookup is `max by (<identity labels>)`, so copies of a series that differ only in
 `instance`, `job`, `prometheus_replica`, `Hostname`, … collapse before anything is counted: a slot is
@@ -129,12 +129,13 @@ class Queries:
         if self.n == 0:
             return occupied
         if self.settings.dialect == "metricsql":
-            # Same condition with 2 more rollups instead of 2N: the slot of the last sample in
-            # k-N..k-1 and of the first in k+1..k+N (slot of a sample at time x = ceil(x / s)) are
-            # at most N + 1 apart. tlast/tfirst_over_time are MetricsQL, not PromQL.
-            before = f"ceil(({rollup('tlast_over_time', self.n, 1)}) / {self.s})"
-            after = f"ceil(({rollup('tfirst_over_time', self.n, -self.n, 'min')}) / {self.s})"
-            return f"{occupied} or ((({after} - {before}) <= {self.n + 1}) * 0 + 1)"
+            # The same condition with 2 rollups instead of 2N + 1: the slot of the last sample in
+            # k-N..k and the slot of the first sample in k..k+N (a sample at time x is in slot
+            # ceil(x / s)) are at most N + 1 apart. Both are k when k is occupied. tlast/tfirst_over_time
+            # are MetricsQL (VictoriaMetrics), not PromQL.
+            last = f"ceil(({rollup('tlast_over_time', self.n + 1, 0)}) / {self.s})"
+            first = f"ceil(({rollup('tfirst_over_time', self.n + 1, -self.n, 'min')}) / {self.s})"
+            return f"((({first} - {last}) <= {self.n + 1}) * 0 + 1)"
         terms = [occupied]
         for i in range(1, self.n + 1):
             ahead = self.n + 1 - i

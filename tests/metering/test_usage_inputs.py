@@ -50,7 +50,7 @@ def test_bad_input_is_refused_before_querying(kwargs, field):
 
 def test_settling_time_and_query_shape():
     assert settles_at(END, scrape_interval=30, max_gap_scrapes=3) == END + timedelta(seconds=150)
-    for dialect, rollups in (("promql", 7), ("metricsql", 3)):
+    for dialect, rollups in (("promql", 7), ("metricsql", 2)):
         query = Queries(QuerySettings(30, 3, "DCGM_FI_DEV_FB_USED", dialect=dialect)).dcgm_hourly_slots()
         # each rollup selects both label schemes; the HAMi device check adds one more
         assert query.count("DCGM_FI_DEV_FB_USED") == 2 * rollups
