@@ -79,13 +79,17 @@ def settings_extras() -> dict[str, Any]:
 
 
 def tenant_extras(tenant: Any) -> dict[str, Any]:
-    from .models import TenantIsolation
+    """Two queries: the trust level's policy row and the tenant's own isolation row."""
+    from .models import AllocationPolicy, TenantIsolation
 
+    row = AllocationPolicy.objects.filter(trust_level=tenant.trust_level).first()
     iso = TenantIsolation.objects.filter(tenant_id=tenant.pk).first()
+    level = frozenset(row.allowed_modes) if row else policy.DEFAULT_MODES.get(tenant.trust_level, frozenset())
+    world = row.world_egress if row else policy.DEFAULT_WORLD_EGRESS.get(tenant.trust_level, False)
     return {
         "isolation": TenantIsolationView(
-            allowed_modes=frozenset(policy.allowed_modes(tenant)),
-            world_egress=policy.level_world_egress(tenant.trust_level),
+            allowed_modes=policy.effective_modes(level, iso.allowed_modes if iso else None),
+            world_egress=world,
             egress_cidrs=tuple(iso.egress_cidrs) if iso else (),
             egress_fqdns=tuple(iso.egress_fqdns) if iso else (),
             placement=policy.placement(tenant.trust_level, tenant.slug),

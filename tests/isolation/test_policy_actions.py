@@ -122,3 +122,14 @@ def test_render_command_shows_isolation_for_each_level(capsys, settings) -> None
         out = capsys.readouterr().out
         assert "kind: Policy" in out and "kind: CiliumNetworkPolicy" in out and "--oidc-issuer-url=" in out
         assert ("- world\n" in out) is (level != "untrusted")
+
+
+def test_render_inputs_cost_two_queries_and_match_allowed_modes(django_assert_num_queries) -> None:
+    from tenants.isolation.config import tenant_extras
+
+    tenant = factories.tenant("acme", "trusted")
+    actions.set_tenant_isolation(tenant, allowed_modes=["whole", "hami"], egress_fqdns=["pypi.org"])
+    with django_assert_num_queries(2):
+        iso = tenant_extras(tenant)["isolation"]
+    assert iso.allowed_modes == frozenset(policy.allowed_modes(tenant)) == {"whole", "hami"}
+    assert iso.world_egress and iso.egress_fqdns == ("pypi.org",)
