@@ -93,14 +93,16 @@ def compare(tenant: str, measured: Measured, opencost: OpenCostView | None, *, t
     ratio = (abs(delta) / base).quantize(Decimal("0.0001")) if base else Decimal(0)
     flagged = abs(delta) > min_gpu_hours and ratio > tolerance
     causes: list[str] = []
-    if flagged and delta > 0:
-        # OpenCost counts a HAMi share as a whole GPU; without shares, only unused requests explain it.
-        causes.append("hami_counted_whole" if by_mode["hami"] > 0 else "requests_never_used")
-    elif flagged and delta < 0:
-        # MIG hours are missing in OpenCost; a shortfall larger than all MIG hours has another cause too.
-        if by_mode["mig"] > 0:
+    if flagged:
+        hami, mig = by_mode["hami"] > 0, by_mode["mig"] > 0
+        # Shares counted whole push OpenCost up, MIG pushes it down; with both, both are named.
+        if hami and (delta > 0 or mig):
+            causes.append("hami_counted_whole")
+        if mig and (delta < 0 or hami):
             causes.append("mig_unsupported")
-        if -delta > by_mode["mig"] + min_gpu_hours:
+        if delta > 0 and not hami:
+            causes.append("requests_never_used")
+        if delta < 0 and not mig:
             causes.append("opencost_missing_usage")
     return Row(tenant, namespace, hours, by_mode, theirs, opencost.gpu_cost, delta, ratio, flagged, causes)
 
