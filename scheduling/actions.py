@@ -527,3 +527,61 @@ def delete_endpoint(endpoint: InferenceEndpoint) -> None:
         endpoint.delete()
         _bump(tenant)
         _enqueue_tenant(tenant)
+
+
+# --- SLA tiers -----------------------------------------------------------------------------------
+
+CRON = validation.re.compile(r"^\S+( \S+){4}$")
+
+
+def tier_snapshot(tier: SlaTier) -> dict[str, Any]:
+    return {"name": tier.name, "min_replicas": tier.min_replicas, "max_replicas": tier.max_replicas,
+            "cooldown_seconds": tier.cooldown_seconds, "polling_seconds": tier.polling_seconds,
+            "prewarm_start": tier.prewarm_start, "prewarm_end": tier.prewarm_end,
+            "prewarm_replicas": tier.prewarm_replicas}
+
+
+def set_sla_tier(name: Any, **fields: Any) -> SlaTier:
+    """Create or change an SLA tier (data with seeded defaults). Every endpoint of the tier re-renders."""
+    errors: Errors = {}
+    validation.name(name, "name", errors)
+    tier = SlaTier.objects.filter(name=name).first() if isinstance(name, str) else None
+    current = tier_snapshot(tier) if tier else {"min_replicas": 0, "max_replicas": 4, "cooldown_seconds": 300,
+                                                 "polling_seconds": 30, "prewarm_start": "", "prewarm_end": "",
+                                                 "prewarm_replicas": 1}
+    unknown = sorted(set(fields) - set(current) - {"description"})
+    for field in unknown:
+        errors[field] = ["is not a tier field"]
+    values = dict(current)
+    for field in ("min_replicas", "max_replicas", "cooldown_seconds", "polling_seconds", "prewarm_replicas"):
+        if fields.get(field) not in (None, ""):
+            values[field] = validation.count(fields[field], field, errors)
+    for field in ("prewarm_start", "prewarm_end"):
+        if fields.get(field) is not None:
+            values[field] = str(fields[field]).strip()
+            if values[field] and not CRON.match(values[field]):
+                errors[field] = ["must be a cron expression with five fields, e.g. 30 7 * * 1-5"]
+    if not errors:
+        if values["max_replicas"] < max(values["min_replicas"], 1):
+            errors["max_replicas"] = ["must be at least 1 and not below min_replicas"]
+        if bool(values["prewarm_start"]) != bool(values["prewarm_end"]):
+            errors["prewarm_end" if values["prewarm_start"] else "prewarm_start"] = [
+                "a pre-warm needs both a start and an end"]
+        if values["polling_seconds"] == 0:
+            errors["polling_seconds"] = ["must be at least 1"]
+    if errors:
+        raise ActionError(errors)
+    with transaction.atomic():
+        before = tier_snapshot(tier) if tier else None
+        tier = tier or SlaTier(name=name)
+        for field in current:
+            setattr(tier, field, values[field])
+        if fields.get("description") is not None:
+            tier.description = str(fields["description"])[:200]
+        tier.save()
+        if tier_snapshot(tier) != before:
+            record("sla_tier.set", tier, before=before, after=tier_snapshot(tier))
+            tenant_ids = set(InferenceEndpoint.objects.filter(tier=tier).values_list("tenant_id", flat=True))
+            Tenant.objects.filter(pk__in=tenant_ids).update(generation=F("generation") + 1)
+            _enqueue_all()
+    return tier

@@ -76,3 +76,29 @@ def test_gpu_model_label_defaults_to_the_gfd_product_value() -> None:
             "--node-label", "bad value!")
     with pytest.raises(CommandError, match="node_labels"):
         cli("flavor", "create", "h100", "--gpu-model", "h100", "--mode", "whole", "--node-label", "k=bad value")
+
+
+def test_sla_tiers_are_data_and_rerender_endpoints() -> None:
+    from scheduling.models import SlaTier
+    from tenants.models import Tenant
+    from tenants.reconcile import desired_manifests
+
+    assert {t["name"]: t["min_replicas"] for t in json.loads(cli("endpoint", "tiers"))} == {
+        "critical": 1, "standard": 0, "batch": 0}
+    tenant = factories.tenant("acme", "standard", phase="ready")
+    cli("endpoint", "create", "acme", "chat", "--model", "m", "--tier", "standard")
+    generation = Tenant.objects.get(pk=tenant.pk).generation
+    changed = json.loads(cli("endpoint", "tier", "standard", "--prewarm-start", "0 6 * * 1-5", "--max-replicas", "6"))
+    assert changed["prewarm_start"] == "0 6 * * 1-5" and changed["max_replicas"] == 6
+    assert Tenant.objects.get(pk=tenant.pk).generation == generation + 1
+    scaled = next(m for m in desired_manifests(tenant) if m["kind"] == "ScaledObject")
+    assert scaled["spec"]["maxReplicaCount"] == 6
+    assert scaled["spec"]["triggers"][2]["metadata"]["start"] == "0 6 * * 1-5"
+    for args, field in ((("--prewarm-start", "every morning"), "prewarm_start"),
+                        (("--min-replicas", "5", "--max-replicas", "2"), "max_replicas"),
+                        (("--prewarm-end", ""), "prewarm_end")):
+        with pytest.raises(CommandError, match=field):
+            cli("endpoint", "tier", "standard", *args)
+    assert SlaTier.objects.get(name="standard").max_replicas == 6
+    json.loads(cli("endpoint", "tier", "overnight", "--min-replicas", "0", "--cooldown-seconds", "7200"))
+    assert SlaTier.objects.filter(name="overnight").exists()

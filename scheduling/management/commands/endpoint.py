@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from scheduling import actions
-from scheduling.models import InferenceEndpoint
+from scheduling.models import InferenceEndpoint, SlaTier
 from tenants.management.commands._util import get_tenant
 
 from ._cli import run
@@ -26,6 +26,12 @@ class Command(BaseCommand):
         create.add_argument("--kv-cache-target", default=None, help="0-1 fraction (default 0.8)")
         create.add_argument("--trigger-metric", action="append", default=None)
         sub.add_parser("list").add_argument("slug", nargs="?")
+        tier = sub.add_parser("tier", help="create or change an SLA tier (platform admin)")
+        tier.add_argument("tier_name")
+        for option in ("min-replicas", "max-replicas", "cooldown-seconds", "polling-seconds", "prewarm-start",
+                       "prewarm-end", "prewarm-replicas", "description"):
+            tier.add_argument(f"--{option}", default=None)
+        sub.add_parser("tiers")
         delete = sub.add_parser("delete")
         delete.add_argument("slug")
         delete.add_argument("name")
@@ -36,6 +42,14 @@ class Command(BaseCommand):
             if o.get("slug"):
                 rows = rows.filter(tenant__slug=o["slug"])
             run(self, "endpoint list", lambda: [endpoint_json(e) for e in rows])
+            return
+        if verb == "tiers":
+            run(self, "endpoint tiers", lambda: [actions.tier_snapshot(t) for t in SlaTier.objects.all()])
+            return
+        if verb == "tier":
+            fields = {k: o[k] for k in ("min_replicas", "max_replicas", "cooldown_seconds", "polling_seconds",
+                                        "prewarm_start", "prewarm_end", "prewarm_replicas", "description")}
+            run(self, "endpoint tier", lambda: actions.tier_snapshot(actions.set_sla_tier(o["tier_name"], **fields)))
             return
         tenant = get_tenant(str(o["slug"]))
         if verb == "create":
