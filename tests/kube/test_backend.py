@@ -221,3 +221,13 @@ def test_selective_prune_deletes_only_what_is_selected_and_writes_nothing(
     assert result.pruned == ["HelmRelease.helm.toolkit.fluxcd.io/tenant-acme/vcluster"]
     assert len(requests_of(kube, "PATCH")) == patches
     assert kube_backend.owned(str(ACME)) == ["Namespace.core/-/tenant-acme", "ResourceQuota.core/tenant-acme/backstop"]
+
+
+def test_from_settings_without_a_cluster_is_a_clear_permanent_error(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    from types import SimpleNamespace
+
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    with pytest.raises(PermanentError, match="cannot configure the Kubernetes client"):
+        KubernetesBackend.from_settings(SimpleNamespace(GPUFLEET_KUBECONFIG="", GPUFLEET_KUBE_CONTEXT=""))
+    with pytest.raises(PermanentError, match="cannot configure the Kubernetes client"):
+        KubernetesBackend.from_settings(SimpleNamespace(GPUFLEET_KUBECONFIG=str(tmp_path / "absent")))
