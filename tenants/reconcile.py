@@ -125,7 +125,7 @@ def reconcile_tenant(tenant_id: int, backend: Backend | None = None, *, ctx: Ren
                 result = teardown_tenant(tenant, backend, view, ctx or RenderContext.from_settings(), message)
             else:
                 result = backend.apply(tenant.owner, manifests, message=message)
-                tenant.conditions = _merge_condition(tenant.conditions, _secrets_condition(tenant.slug))
+                tenant.conditions = _merge_condition(tenant.conditions, _secrets_condition(tenant.slug, backend))
                 for provide in CONDITION_PROVIDERS:  # e.g. isolation's GpuModesAdmitted
                     tenant.conditions = _merge_condition(tenant.conditions, provide(tenant))
         except TransientError as exc:
@@ -157,9 +157,9 @@ def reconcile_tenant(tenant_id: int, backend: Backend | None = None, *, ctx: Ren
         return Outcome(tenant.slug, phase, result)
 
 
-def _secrets_condition(slug: str) -> dict:
+def _secrets_condition(slug: str, backend: Backend) -> dict:
     """OpenBao step (tenants.secrets); errors propagate as Transient/PermanentError like apply's."""
-    status, reason, text = secrets.ensure(slug)
+    status, reason, text = secrets.ensure(slug, backend)
     return _condition(secrets.CONDITION, status, reason, text)
 
 

@@ -32,17 +32,38 @@ def client() -> OpenBao:
     )
 
 
-def ensure(slug: str) -> tuple[str, str, str]:
+# vCluster's chart writes the admin kubeconfig of the virtual cluster to Secret `vc-<release>`
+# (key `config`) in the host namespace; our release is named `vcluster`.
+VCLUSTER_KUBECONFIG_SECRET = "vc-vcluster"
+
+
+def ensure(slug: str, backend: Any = None) -> tuple[str, str, str]:
     """(status, reason, message) for the `Secrets` condition. Raises Transient/PermanentError."""
     if not configured():
         return "False", "NotConfigured", "OpenBao is not configured (GPUFLEET_OPENBAO_ADDR); secrets step skipped"
-    names = client().ensure_tenant(slug)
-    return (
-        "True",
-        "Provisioned",
+    bao = client()
+    names = bao.ensure_tenant(slug)
+    message = (
         f"KV v2 {names.mount}/{names.path}/, policy {names.policy}, Kubernetes-auth role {names.role} "
-        f"bound to namespace {names.namespace}",
+        f"bound to namespace {names.namespace}"
     )
+    return "True", "Provisioned", message + capture_vcluster_admin(bao, slug, backend)
+
+
+def capture_vcluster_admin(bao: OpenBao, slug: str, backend: Any) -> str:
+    """Move the vCluster admin kubeconfig from the cluster into OpenBao (backends that can read it).
+
+    The GitOps backend has no cluster access; there an operator's ExternalSecret/PushSecret does it.
+    """
+    read_secret = getattr(backend, "read_secret", None)
+    if read_secret is None:
+        return ""
+    data = read_secret(f"tenant-{slug}", VCLUSTER_KUBECONFIG_SECRET)
+    if not data or not data.get("config"):
+        return "; vCluster admin kubeconfig not created yet"
+    if bao.read_vcluster_admin(slug) != data["config"]:
+        bao.store_vcluster_admin(slug, data["config"])
+    return "; vCluster admin kubeconfig kept in OpenBao"
 
 
 def revoke(slug: str) -> tuple[str, str, str]:

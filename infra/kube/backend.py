@@ -12,6 +12,7 @@ Failures are sorted for the task: a conflict, throttling, a 5xx or a timeout is 
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -188,6 +189,18 @@ class KubernetesBackend:
         """
         existing = self._owned_objects(Owner.parse(owner))
         return ApplyResult(pruned=self._prune([obj for obj in existing if select is None or select(obj)]))
+
+    def read_secret(self, namespace: str, name: str) -> dict[str, str] | None:
+        """A Secret's decoded data, or None when it does not exist (yet)."""
+        path = f"/api/v1/namespaces/{namespace}/secrets/{name}"
+        status, data, retry_after = self._request("GET", path)
+        if status == 404:
+            return None
+        raise_for_status(status, data, f"GET {path}", retry_after)
+        try:
+            return {k: base64.b64decode(v).decode() for k, v in (data.get("data") or {}).items()}
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise PermanentError(f"GET {path}: undecodable secret data: {exc}") from exc
 
     def owned(self, owner: str) -> list[str]:
         return sorted(obj.key for obj in self._owned_objects(Owner.parse(owner)))

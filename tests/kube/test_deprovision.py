@@ -149,3 +149,36 @@ def test_openbao_is_revoked_after_the_queues_and_before_the_namespace(
     assert seen["left"] == {"Namespace"}  # queues, policies, vCluster gone; namespace still there
     assert bao.tenant_status("acme") == {"policy": False, "role": False, "data": False}
     assert kube_backend.owned("tenant:acme") == []
+
+
+def test_vcluster_admin_kubeconfig_moves_from_the_cluster_into_openbao(
+    kube: EmulatorThread, kube_backend: KubernetesBackend, bao_server, settings
+) -> None:
+    import base64
+
+    import kmock
+
+    from infra.openbao import OpenBao
+
+    settings.GPUFLEET_OPENBAO_ADDR = bao_server.addr
+    settings.GPUFLEET_OPENBAO_TOKEN = bao_server.root_token
+    bao = OpenBao.connect(bao_server.addr, token=bao_server.root_token)
+    tenant = factories.tenant("capture", "standard")
+    actions.approve(tenant)
+    assert reconcile.reconcile_tenant(tenant.pk, backend=kube_backend).phase == Phase.READY
+    tenant.refresh_from_db()
+    assert "not created yet" in tenant.condition("Secrets")["message"]
+    assert bao.read_vcluster_admin("capture") is None
+
+    # The vCluster chart writes its admin kubeconfig into the host namespace.
+    kubeconfig = "apiVersion: v1\nkind: Config\nclusters: []\n"
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "vc-vcluster", "namespace": "tenant-capture"},
+              "data": {"config": base64.b64encode(kubeconfig.encode()).decode()}}
+    kube.call(lambda: kube.emulator.objects.__setitem__(
+        (kmock.resource("", "v1", "secrets"), "tenant-capture", "vc-vcluster"), secret))
+    reconcile.reconcile_tenant(tenant.pk, backend=kube_backend)
+
+    assert bao.read_vcluster_admin("capture") == kubeconfig
+    tenant.refresh_from_db()
+    assert "kept in OpenBao" in tenant.condition("Secrets")["message"]
+    assert "clusters: []" not in str(list(Tenant.objects.filter(pk=tenant.pk).values()))
