@@ -12,8 +12,9 @@ usage_metric="DCGM_FI_DEV_FB_USED", chunk_hours=24, dialect="metricsql") -> list
 * `dialect`: "metricsql" (VictoriaMetrics, default: fewer rollups) or "promql" (any Prometheus-API TSDB);
   both compute the same numbers.
 * `start`, `end`: UTC-aware datetimes on whole hours, `start < end`. The window is [start, end).
-* Returns one `UsageSample(tenant_slug, flavor, hour_start, unit_seconds, gpu_equivalent_seconds)` per
-  (tenant, flavor, hour) with non-zero use, sorted by (hour_start, tenant_slug, flavor). Hours without use
+* Returns one `UsageSample` (fields, in order: hour_start, tenant_slug, flavor, unit_seconds,
+  gpu_equivalent_seconds; use the names) per (tenant, flavor, hour) with non-zero use, sorted by
+  (hour_start, tenant_slug, flavor). Hours without use
   are absent (the collector replaces the whole window, so absence means zero).
     - whole GPU: unit_seconds = Σ held seconds of attributed GPUs (integer);
       gpu_equivalent_seconds = unit_seconds x weight.
@@ -27,6 +28,9 @@ usage_metric="DCGM_FI_DEV_FB_USED", chunk_hours=24, dialect="metricsql") -> list
 * Usage the query sees but no flavor matches (unknown model or profile) is reported by
   `measure_report(...)` as `unmatched`, never silently dropped; `measure` returns the matched part.
 * Bad arguments raise `MeteringInputError` (a `ValueError` with a `field`), before any query runs.
+  The client's `infra.errors.TransientError` / `PermanentError` pass through unchanged (retry or report).
+* `chunk_hours`: hours per range query (default 24, shortened to at most 50,000 slots per query); the
+  numbers do not depend on it.
 
 Method: see `billing.metering.promql` and docs/billing.md § "Measuring method".
 """
