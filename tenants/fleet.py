@@ -89,26 +89,25 @@ def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet rec
     ctx = RenderContext.from_settings()  # once per pass, not once per tenant
     dirty: list[int] = []
     tenants = list(Tenant.objects.live().order_by("pk"))
-    candidates = [t for t in tenants if _needs_render(t)]
-    dirty.extend(t.pk for t in tenants if not _needs_render(t))
-    for start in range(0, len(candidates), VIEW_CHUNK):
-        chunk = candidates[start : start + VIEW_CHUNK]
+    views: dict[int, TenantView] = {}
+    for start in range(0, len(tenants), VIEW_CHUNK):
+        chunk = tenants[start : start + VIEW_CHUNK]
         try:
-            views = reconcile.tenant_views(chunk)  # a few queries per chunk, not per tenant
+            views.update(reconcile.tenant_views(chunk))  # a few queries per chunk, not per tenant
         except Exception:
             log.exception("fleet reconcile: loading render inputs failed; reconciling tenants one by one")
-            dirty.extend(t.pk for t in chunk)
-            continue
-        for tenant in chunk:
+    for tenant in tenants:
+        view = views.get(tenant.pk)
+        objects = None
+        if view is not None and _needs_render(tenant):
             try:
-                objects = _clean_objects(tenant, views[tenant.pk], backend, ctx)
+                objects = _clean_objects(tenant, view, backend, ctx)
             except Exception:  # the reconcile below reports it on the tenant (and in `errors`)
                 log.exception("fleet reconcile: checking tenant %s failed", tenant.slug)
-                objects = None
-            if objects is None:
-                dirty.append(tenant.pk)
-            else:
-                result.clean[tenant.slug] = objects
+        if objects is None:
+            dirty.append(tenant.pk)
+        else:
+            result.clean[tenant.slug] = objects
     dirty.sort()
     if result.clean:
         Tenant.objects.filter(slug__in=result.clean.keys()).update(last_reconciled_at=timezone.now())
@@ -120,7 +119,7 @@ def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet rec
         with scope:
             for tenant_id in chunk:
                 try:
-                    outcome = reconcile.reconcile_tenant(tenant_id, backend, ctx=ctx)
+                    outcome = reconcile.reconcile_tenant(tenant_id, backend, ctx=ctx, view=views.get(tenant_id))
                 except TransientError as exc:
                     result.retry.append(tenant_id)
                     result.errors.append(f"tenant {tenant_id}: {exc} (will retry)")

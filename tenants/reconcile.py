@@ -92,8 +92,12 @@ def _merge_condition(conditions: list[dict], new: dict) -> list[dict]:
     return [c for c in conditions if c.get("type") != new["type"]] + [new]
 
 
-def reconcile_tenant(tenant_id: int, backend: Backend | None = None, *, ctx: RenderContext | None = None) -> Outcome:
-    """`ctx` lets a fleet-wide pass (scheduling.sync) load platform-wide render inputs once, not per tenant."""
+def reconcile_tenant(
+    tenant_id: int, backend: Backend | None = None, *, ctx: RenderContext | None = None,
+    view: TenantView | None = None,
+) -> Outcome:
+    """`ctx` and `view` let a fleet-wide pass (tenants.fleet) load render inputs in bulk; `view` is
+    used only if the locked row still matches it (spec changes bump `generation`), else reloaded."""
     backend = backend or get_backend()
     with tenant_lock(tenant_id):
         tenant = Tenant.objects.filter(pk=tenant_id).first()
@@ -102,7 +106,8 @@ def reconcile_tenant(tenant_id: int, backend: Backend | None = None, *, ctx: Ren
         if tenant.phase in SKIP_PHASES:
             return Outcome(tenant.slug, tenant.phase)
         generation = tenant.generation
-        view = tenant_view(tenant)
+        if view is None or view != TenantView.of(tenant, **view.extra):
+            view = tenant_view(tenant)
         manifests = render_tenant(view, ctx or RenderContext.from_settings())
         problems = get_schema_registry().validate(manifests)
         if problems:
