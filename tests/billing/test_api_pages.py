@@ -131,3 +131,27 @@ def test_pages(world):
     assert alice.get("/billing/exports/?period=2026-10").status_code == 403
     assert finance.get("/billing/reconciliation/?period=2026-10").status_code == 200
     assert finance.get("/billing/exports/?period=2026-10&as=json").status_code == 200
+
+
+def test_invoice_list_query_count_does_not_grow_with_invoices(world, django_assert_max_num_queries):
+    finance = client_for(world["finance"])
+    with django_assert_max_num_queries(8):
+        assert len(finance.get("/api/v1/billing/invoices/").json()["results"]) == 2
+    flavors = catalog()
+    for slug in ("tt1", "tt2", "tt3", "tt4"):
+        factories.tenant(slug, "trusted", phase="ready")
+    usage(hour(2026, 9, 1), hour(2026, 10, 1),
+          [sample(slug, flavors["a100"], hour(2026, 9, 3), "3600") for slug in ("tt1", "tt2", "tt3", "tt4")])
+    actions.draft_all("2026-09")
+    with django_assert_max_num_queries(8):
+        assert len(finance.get("/api/v1/billing/invoices/").json()["results"]) == 6
+
+
+def test_admin_is_read_only(world):
+    admin = factories.user("root", roles={"platform-admin"})
+    admin.is_staff = admin.is_superuser = True
+    admin.save()
+    client = page_client(admin)
+    pk = world["inv_acme"].pk
+    assert client.get(f"/admin/billing/invoice/{pk}/change/").status_code == 200
+    assert client.post(f"/admin/billing/invoice/{pk}/change/", {"total": "0"}).status_code == 403
