@@ -78,6 +78,10 @@ class Teardown:
 
 
 def stop_admission(t: Teardown) -> None:
+    if not t.backend.owned(t.owner):
+        # Never provisioned (or already gone): applying now would create objects only to delete them.
+        t.notes.append("nothing was provisioned")
+        return
     try:
         t.apply(t.suspended(), "stop-admission")
     except PermanentError as exc:

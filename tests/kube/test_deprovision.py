@@ -182,3 +182,16 @@ def test_vcluster_admin_kubeconfig_moves_from_the_cluster_into_openbao(
     tenant.refresh_from_db()
     assert "kept in OpenBao" in tenant.condition("Secrets")["message"]
     assert "clusters: []" not in str(list(Tenant.objects.filter(pk=tenant.pk).values()))
+
+
+def test_a_tenant_never_provisioned_is_deleted_without_writing_anything(
+    kube: EmulatorThread, kube_backend: KubernetesBackend
+) -> None:
+    tenant = factories.tenant("ghost", "untrusted")
+    actions.approve(tenant)
+    actions.delete(Tenant.objects.get(pk=tenant.pk))  # deleted before any reconcile ran
+    outcome = reconcile.reconcile_tenant(tenant.pk, backend=kube_backend)
+    assert outcome.phase == Phase.DELETED
+    assert not [r for r in kube.emulator._requests if str(r.method).upper().endswith(("PATCH", "DELETE"))]
+    tenant.refresh_from_db()
+    assert "nothing was provisioned" in tenant.condition("Deprovisioning")["message"]
