@@ -218,3 +218,16 @@ def test_only_hourly_aggregates_leave_the_tsdb(victoria, metrics, year):
             assert set(series.labels) <= {"namespace", "modelName", "GPU_I_PROFILE", "device_type"}
             assert len(series.samples) <= 12
     assert sum(s.unit_seconds for s in report.samples) == 6 * 21 * 3600
+
+
+@pytest.mark.parametrize(("jitter", "seconds"), [((0,), 600), ((-50, 50), 630), ((50, -50), 570)])
+def test_scrapes_straddling_slot_boundaries_move_a_run_by_at_most_one_interval(victoria, metrics, year,
+                                                                                jitter, seconds):
+    """The documented limit: a scrape phase of 0 with ±50 ms jitter puts samples on both sides of slot
+    boundaries. The skipped slots inside the run are bridged; only its ends can move, by one interval."""
+    day = (year, 3, 9)
+    t = Timeline(at(*day, 9), at(*day, 12), phase=0, jitter_ms=jitter)
+    t.gpus = [Gpu("GPU-j", H100, (Hold("tenant-acme", "p", at(*day, 10), at(*day, 10, 10)),))]
+    load(victoria, t)
+    hours = run(metrics, at(*day, 9), at(*day, 12)).samples
+    assert sum(s.unit_seconds for s in hours) == seconds

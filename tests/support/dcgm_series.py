@@ -75,8 +75,16 @@ class Timeline:
     interval: int = 30
     phase: int = 7  # seconds after each interval boundary the scrape happens
     usage_metric: str = "DCGM_FI_DEV_FB_USED"
+    jitter_ms: tuple[int, ...] = ()  # per-scrape timestamp offsets (cycled), to model scrape jitter
     gpus: list[Gpu] = field(default_factory=list)
     hami: list[HamiGpu] = field(default_factory=list)
+
+    def stamp_ms(self, t: int) -> int:
+        """The stored timestamp of the scrape at t (unix seconds), jitter applied."""
+        if not self.jitter_ms:
+            return t * 1000
+        index = (t - int(self.start.timestamp()) - self.phase) // self.interval
+        return t * 1000 + self.jitter_ms[index % len(self.jitter_ms)]
 
     def scrape_times(self, start: datetime, end: datetime) -> Iterator[int]:
         """Scrape instants (unix seconds) in [start, end), on the timeline's phase."""
@@ -133,7 +141,7 @@ def gpu_lines(timeline: Timeline, gpu: Gpu) -> Iterator[str]:
         value = 30211 if holder else 0
         for replica in gpu.replicas:
             extra = _labels(replica.items())
-            yield f"{timeline.usage_metric}{{{base}{',' + extra if extra else ''}}} {value} {t * 1000}"
+            yield f"{timeline.usage_metric}{{{base}{',' + extra if extra else ''}}} {value} {timeline.stamp_ms(t)}"
 
 
 def hami_lines(timeline: Timeline, gpu: HamiGpu) -> Iterator[str]:
@@ -142,14 +150,14 @@ def hami_lines(timeline: Timeline, gpu: HamiGpu) -> Iterator[str]:
     for t in timeline.scrape_times(timeline.start, timeline.end):
         for replica in gpu.replicas:
             extra = "," + _labels(replica.items()) if replica else ""
-            yield f"hami_gpu_memory_limit_bytes{{{device}{extra}}} {gpu.memory_bytes} {t * 1000}"
+            yield f"hami_gpu_memory_limit_bytes{{{device}{extra}}} {gpu.memory_bytes} {timeline.stamp_ms(t)}"
             for share in gpu.shares:
                 if _held_at((share,), t, timeline) is None:
                     continue
                 labels = _labels([("namespace", share.namespace), ("node", gpu.node), ("pod", share.pod),
                                   ("container_index", str(share.container_index)), ("device_uuid", gpu.uuid)])
-                yield f"hami_vgpu_memory_allocated_bytes{{{labels}{extra}}} {share.memory_bytes} {t * 1000}"
-                yield f"hami_vgpu_core_allocated_ratio{{{labels}{extra}}} {share.cores_percent} {t * 1000}"
+                yield f"hami_vgpu_memory_allocated_bytes{{{labels}{extra}}} {share.memory_bytes} {timeline.stamp_ms(t)}"
+                yield f"hami_vgpu_core_allocated_ratio{{{labels}{extra}}} {share.cores_percent} {timeline.stamp_ms(t)}"
 
 
 def lines(timeline: Timeline) -> Iterator[str]:
