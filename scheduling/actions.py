@@ -19,7 +19,7 @@ from gpufleet.audit.record import record
 from tenants.errors import ActionError, Conflict
 from tenants.models import FINAL_PHASES, LIVE_PHASES, Phase, Tenant
 
-from . import catalog, validation
+from . import catalog, defaults, validation
 from .models import (
     Cohort,
     Flavor,
@@ -279,6 +279,7 @@ def create_node_pool(name: Any, *, flavor: Any, gpu_limit: Any, instance_types: 
 
 def set_tenant_scheduling(tenant: Tenant, *, cohort: Any = None, fair_sharing_weight: Any = None,
                           priority_class: Any = None) -> TenantScheduling:
+    defaults.ensure_rows()
     errors: Errors = {}
     cohort_row = priority_row = None
     if cohort not in (None, ""):
@@ -480,6 +481,7 @@ def check_triggers(triggers: Any, errors: Errors) -> None:
 
 def create_endpoint(tenant: Tenant, name: Any, *, model: Any, tier: Any, deployment: Any = None,
                     queue_target: Any = None, kv_cache_target: Any = None, triggers: Any = None) -> InferenceEndpoint:
+    defaults.ensure_rows()
     errors: Errors = {}
     if not isinstance(name, str) or not validation.NAME.match(name) or len(name) > 50:
         errors["name"] = ["must be a DNS label of at most 50 characters"]
@@ -543,6 +545,7 @@ def tier_snapshot(tier: SlaTier) -> dict[str, Any]:
 
 def set_sla_tier(name: Any, **fields: Any) -> SlaTier:
     """Create or change an SLA tier (data with seeded defaults). Every endpoint of the tier re-renders."""
+    defaults.ensure_rows()
     errors: Errors = {}
     validation.name(name, "name", errors)
     tier = SlaTier.objects.filter(name=name).first() if isinstance(name, str) else None

@@ -34,3 +34,17 @@ SLA_TIERS = {
         "description": "scales to zero after an hour idle; cold starts are acceptable",
     },
 }
+
+
+def ensure_rows() -> None:
+    """Create any missing default priority class or tier. Migration 0003 seeds them; this covers a
+    database emptied since (a test flush, a hand cleanup) so that 'standard' always means something.
+    Never changes an existing row."""
+    from .models import PriorityClass, SlaTier
+
+    if PriorityClass.objects.count() < len(PRIORITY_CLASSES):
+        for name, value, description in PRIORITY_CLASSES:
+            PriorityClass.objects.get_or_create(name=name, defaults={"value": value, "description": description})
+    if SlaTier.objects.filter(name__in=SLA_TIERS).count() < len(SLA_TIERS):
+        for name, fields in SLA_TIERS.items():
+            SlaTier.objects.get_or_create(name=name, defaults=fields)

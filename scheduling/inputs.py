@@ -13,7 +13,7 @@ from typing import Any
 from django.conf import settings
 
 from . import catalog
-from .defaults import DEFAULT_PRIORITY_CLASS
+from .defaults import DEFAULT_PRIORITY_CLASS, PRIORITY_CLASSES
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,9 @@ def load_catalog() -> dict[str, Catalog]:
                 CohortSpec(c.name, c.parent.name if c.parent else "", c.fair_sharing_weight)
                 for c in Cohort.objects.select_related("parent")
             ),
-            priority_classes=tuple(PriorityClass.objects.values_list("name", "value", "description")),
+            # Seeded by migration; the defaults stand in if the table was emptied since.
+            priority_classes=tuple(PriorityClass.objects.values_list("name", "value", "description"))
+            or tuple(PRIORITY_CLASSES),
             node_pools=tuple(
                 NodePoolSpec(p.name, flavors[p.flavor_id], list(p.instance_types), list(p.capacity_types),
                              p.gpu_limit, p.node_class, p.consolidation_policy, p.consolidate_after)

@@ -14,7 +14,7 @@ from gpufleet.accounts.roles import is_platform_admin
 from tenants.errors import ActionError
 from tenants.models import Tenant, can_manage
 
-from . import actions
+from . import actions, defaults
 from .forms import EndpointForm, QuotaRequestForm, ReviewForm, add_action_errors
 from .models import Flavor, GpuNodePool, InferenceEndpoint, Quota, QuotaChangeRequest, SlaTier
 from .policy import allowed_modes
@@ -42,6 +42,7 @@ def tenant_gpu(request: HttpRequest, slug: str) -> HttpResponse:
     manager = can_manage(request.user, tenant)
     modes = allowed_modes(tenant)
     allowed = [f.name for f in Flavor.objects.all() if f.mode in modes]
+    defaults.ensure_rows()
     tiers = list(SlaTier.objects.values_list("name", flat=True))
     quota_form = QuotaRequestForm(request.POST if "propose" in request.POST else None, flavors=allowed)
     endpoint_form = EndpointForm(request.POST if "endpoint" in request.POST else None, tiers=tiers)

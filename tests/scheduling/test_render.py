@@ -159,3 +159,18 @@ def test_tenant_loader_query_count_does_not_grow(fleet, tenants, django_assert_m
         actions.create_endpoint(tenant, f"e-{tier}", model="m", tier=tier)
     with django_assert_max_num_queries(5):  # settings, quotas, endpoints + the isolation policy's two
         load_tenant(tenant)
+
+
+def test_default_tiers_and_priorities_survive_an_emptied_table(fleet, tenants) -> None:
+    """Transactional tests (and hand cleanups) empty the seeded tables; 'standard' still works."""
+    from scheduling.models import PriorityClass, SlaTier
+
+    SlaTier.objects.all().delete()
+    PriorityClass.objects.all().delete()
+    platform = render_platform(RenderContext.from_settings())
+    assert {m["metadata"]["name"] for m in platform if m["kind"] == "WorkloadPriorityClass"} == {
+        "low", "standard", "high"}
+    endpoint = actions.create_endpoint(tenants["standard"], "chat", model="m", tier="standard")
+    assert endpoint.tier.min_replicas == 0
+    actions.set_tenant_scheduling(tenants["standard"], priority_class="high")
+    assert SlaTier.objects.count() == 3 and PriorityClass.objects.count() == 3

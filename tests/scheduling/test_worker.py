@@ -46,6 +46,10 @@ def test_propose_approve_reject_through_a_real_worker(gitops_repo: Path, tmp_pat
             tenant = factories.tenant("vision", "standard", owner=owner)
             tenant_actions.approve(tenant)
             wait("tenant ready", lambda: Tenant.objects.filter(pk=tenant.pk, phase=Phase.READY).exists(), log)
+            # A fleet pass commits its batch after marking tenants ready: wait for the files on main.
+            queue_file = "tenants/vision/clusterqueue.kueue.x-k8s.io_tenant-vision.yaml"
+            wait("tenant committed",
+                 lambda: queue_file in git(gitops_repo, "ls-tree", "-r", "--name-only", "main", "tenants/vision"), log)
             assert (gitops_repo / "platform" / "resourceflavor.kueue.x-k8s.io_h100.yaml").exists()
             head = git(gitops_repo, "rev-parse", "main").strip()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from scheduling import actions
+from scheduling import actions, defaults
 from scheduling.models import InferenceEndpoint, SlaTier
 from tenants.management.commands._util import get_tenant
 
@@ -44,6 +44,7 @@ class Command(BaseCommand):
             run(self, "endpoint list", lambda: [endpoint_json(e) for e in rows])
             return
         if verb == "tiers":
+            defaults.ensure_rows()
             run(self, "endpoint tiers", lambda: [actions.tier_snapshot(t) for t in SlaTier.objects.all()])
             return
         if verb == "tier":
