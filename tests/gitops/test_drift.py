@@ -131,3 +131,18 @@ def test_apply_many_is_one_commit_and_counts_drift(backend: GitOpsBackend) -> No
     assert results["tenant:t0"].revision is None and not results["tenant:t0"].changed
     again = backend.apply_many(batch, message="fleet sync")
     assert not any(r.changed or r.drifted for r in again.values())
+
+
+def test_files_a_human_staged_elsewhere_stay_out_of_gpufleet_commits(backend: GitOpsBackend) -> None:
+    backend.apply("tenant:acme", desired())
+    notes = backend.path / "NOTES.md"
+    notes.write_text("operator notes\n")
+    git(backend.path, "add", "NOTES.md")
+
+    backend.apply("tenant:acme", [config_map("tenant:acme", "a", size="5")], message="change")
+
+    assert files_in_commit(backend.path) == [
+        "tenants/acme/configmap.core_tenant-acme_a.yaml",
+        "tenants/acme/configmap.core_tenant-acme_b.yaml",
+    ]
+    assert status(backend.path) == "A  NOTES.md\n"
