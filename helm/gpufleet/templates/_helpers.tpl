@@ -1,0 +1,188 @@
+{{/* Names and labels. */}}
+{{- define "gpufleet.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "gpufleet.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "gpufleet.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/name: {{ include "gpufleet.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{/* Selector labels of one component (web, worker, beat, migrate). Call with (dict "root" $ "component" "web"). */}}
+{{- define "gpufleet.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "gpufleet.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "gpufleet.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "gpufleet.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "gpufleet.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{/* Where the worker keeps the GitOps working copy (GPUFLEET_VAR_DIR); the repository is a folder in it. */}}
+{{- define "gpufleet.varDir" -}}/var/lib/gpufleet{{- end -}}
+
+{{/* ALLOWED_HOSTS: explicit, else the ingress hosts, else the Service's in-cluster names. */}}
+{{- define "gpufleet.allowedHosts" -}}
+{{- $hosts := .Values.config.allowedHosts -}}
+{{- if not $hosts -}}
+{{- if and .Values.ingress.enabled .Values.ingress.hosts -}}
+{{- $hosts = .Values.ingress.hosts -}}
+{{- else -}}
+{{- $svc := include "gpufleet.fullname" . -}}
+{{- $hosts = list $svc (printf "%s.%s.svc" $svc .Release.Namespace) (printf "%s.%s.svc.cluster.local" $svc .Release.Namespace) -}}
+{{- end -}}
+{{- end -}}
+{{- join "," $hosts -}}
+{{- end -}}
+
+{{- define "gpufleet.csrfTrustedOrigins" -}}
+{{- $origins := .Values.config.csrfTrustedOrigins -}}
+{{- if and (not $origins) .Values.ingress.enabled -}}
+{{- range .Values.ingress.hosts -}}
+{{- $origins = append $origins (printf "https://%s" .) -}}
+{{- end -}}
+{{- end -}}
+{{- join "," $origins -}}
+{{- end -}}
+
+{{/*
+The non-secret environment, one YAML mapping. The ConfigMap holds it; the migrate hook carries the
+same mapping inline, because a pre-install hook runs before the release's ConfigMap exists.
+*/}}
+{{- define "gpufleet.configEnv" -}}
+{{- $c := .Values.config -}}
+DJANGO_SETTINGS_MODULE: {{ $c.settingsModule | quote }}
+ALLOWED_HOSTS: {{ include "gpufleet.allowedHosts" . | quote }}
+CSRF_TRUSTED_ORIGINS: {{ include "gpufleet.csrfTrustedOrigins" . | quote }}
+OIDC_OP_ISSUER: {{ $c.oidc.issuer | quote }}
+OIDC_RP_CLIENT_ID: {{ $c.oidc.clientId | quote }}
+OIDC_RP_SCOPES: {{ $c.oidc.scopes | quote }}
+OIDC_RP_SIGN_ALGO: {{ $c.oidc.signAlgo | quote }}
+GPUFLEET_OIDC_GROUPS_CLAIM: {{ $c.oidc.groupsClaim | quote }}
+GPUFLEET_OIDC_USERNAME_CLAIM: {{ $c.oidc.usernameClaim | quote }}
+GPUFLEET_BACKEND: {{ $c.backend | quote }}
+GPUFLEET_VAR_DIR: {{ include "gpufleet.varDir" . | quote }}
+GPUFLEET_GITOPS_REPO: {{ printf "%s/gitops" (include "gpufleet.varDir" .) | quote }}
+GPUFLEET_GITOPS_AUTHOR: {{ $c.gitopsAuthor | quote }}
+GPUFLEET_REFERENCE_DIR: {{ $c.referenceDir | quote }}
+GPUFLEET_KUBERNETES_VERSION: {{ $c.kubernetesVersion | quote }}
+GPUFLEET_METRICS_URL: {{ $c.metricsUrl | quote }}
+GPUFLEET_OPENBAO_ADDR: {{ $c.openbaoAddr | quote }}
+LOG_LEVEL: {{ $c.logLevel | quote }}
+PYTHONDONTWRITEBYTECODE: "1"
+PYTHONUNBUFFERED: "1"
+HOME: "/tmp"
+{{- range $name, $value := $c.extraEnv }}
+{{ $name }}: {{ $value | toString | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* Secret environment: references into the existing Secret, never values. */}}
+{{- define "gpufleet.secretEnv" -}}
+{{- $secret := .Values.secrets.existingSecret -}}
+{{- range $name, $key := .Values.secrets.keys }}
+- name: {{ $name }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ $secret }}
+      key: {{ $key }}
+{{- end }}
+{{- range $name, $key := .Values.secrets.optionalKeys }}
+- name: {{ $name }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ $secret }}
+      key: {{ $key }}
+      optional: true
+{{- end }}
+{{- end -}}
+
+{{/* envFrom + env of the long-running containers. */}}
+{{- define "gpufleet.env" -}}
+envFrom:
+  - configMapRef:
+      name: {{ include "gpufleet.fullname" . }}
+env:
+{{- include "gpufleet.secretEnv" . | trim | nindent 2 }}
+{{- end -}}
+
+{{/* Pod-level settings shared by every pod. */}}
+{{- define "gpufleet.podCommon" -}}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+securityContext:
+  {{- toYaml .Values.podSecurityContext | nindent 2 }}
+{{- end -}}
+
+{{/* Roll pods when the non-secret settings change. */}}
+{{- define "gpufleet.configChecksum" -}}
+checksum/config: {{ include "gpufleet.configEnv" . | sha256sum }}
+{{- end -}}
+
+{{/* Scheduling knobs of one component: pass the component's values. */}}
+{{- define "gpufleet.placement" -}}
+{{- with .nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* A writable /tmp (gunicorn's heartbeat files, beat's schedule) under a read-only root filesystem. */}}
+{{- define "gpufleet.tmpVolume" -}}
+- name: tmp
+  emptyDir:
+    medium: Memory
+    sizeLimit: 64Mi
+{{- end -}}
+{{- define "gpufleet.tmpMount" -}}
+- name: tmp
+  mountPath: /tmp
+{{- end -}}
+
+{{/* Chart-level checks that a schema cannot express. */}}
+{{- define "gpufleet.validate" -}}
+{{- if and (eq .Values.config.backend "gitops") (gt (int .Values.worker.replicas) 1) -}}
+{{- fail "worker.replicas must be 1 with the gitops backend: the worker is the GitOps repository's single writer (raise worker.concurrency instead)" -}}
+{{- end -}}
+{{- if and .Values.gitops.push.enabled (not .Values.gitops.push.url) -}}
+{{- fail "gitops.push.url is required when gitops.push.enabled is true" -}}
+{{- end -}}
+{{- if and .Values.rbac.create (not .Values.serviceAccount.create) -}}
+{{- fail "rbac.create needs serviceAccount.create (the ClusterRole is bound to the chart's service account)" -}}
+{{- end -}}
+{{- end -}}
