@@ -34,11 +34,12 @@ HOUR = timedelta(hours=1)
 
 @dataclass(frozen=True)
 class Sample:
-    """One measured tenant x flavor x hour, as collection hands it over."""
+    """One measured tenant x flavor x hour. Same attribute names as billing.metering's UsageSample,
+    so collection hands the measurer's samples over as they are."""
 
-    tenant: str
+    tenant_slug: str
     flavor: str
-    hour: datetime
+    hour_start: datetime
     unit_seconds: Decimal
     gpu_equivalent_seconds: Decimal
 
@@ -58,7 +59,7 @@ def _check_window(start: datetime, end: datetime) -> None:
         raise ActionError(errors)
 
 
-def store_usage(start: datetime, end: datetime, samples: Iterable[Sample],
+def store_usage(start: datetime, end: datetime, samples: Iterable[Sample | Any],
                 unmatched: Iterable[str] = ()) -> UsageCollection:
     """Replace every usage row of [start, end) with `samples`: collecting a window twice replaces,
     never adds. Samples of unknown tenants or flavors are counted in `skipped`, not stored."""
@@ -73,16 +74,17 @@ def store_usage(start: datetime, end: datetime, samples: Iterable[Sample],
     for item in unmatched:  # usage the measurer saw but no flavor matches
         skipped["unmatched"].add(item)
     for s in samples:
-        if s.tenant not in tenants:
-            skipped["tenants"].add(s.tenant)
+        tenant_id, flavor_id, hour = tenants.get(s.tenant_slug), flavors.get(s.flavor), s.hour_start
+        if tenant_id is None:
+            skipped["tenants"].add(s.tenant_slug)
             continue
-        if s.flavor not in flavors:
+        if flavor_id is None:
             skipped["flavors"].add(s.flavor)
             continue
-        if not (start <= s.hour < end) or s.unit_seconds < 0 or s.gpu_equivalent_seconds < 0:
-            raise ActionError({"samples": [f"sample {s.tenant}/{s.flavor}@{s.hour.isoformat()} is outside "
+        if not (start <= hour < end) or s.unit_seconds < 0 or s.gpu_equivalent_seconds < 0:
+            raise ActionError({"samples": [f"sample {s.tenant_slug}/{s.flavor}@{hour.isoformat()} is outside "
                                            "the window or negative"]})
-        key = (tenants[s.tenant], flavors[s.flavor], s.hour)
+        key = (tenant_id, flavor_id, hour)
         if key in rows:  # the measurer should not split an hour; if it does, the parts add up
             rows[key][0] += s.unit_seconds
             rows[key][1] += s.gpu_equivalent_seconds

@@ -49,11 +49,9 @@ def collect(start: datetime, end: datetime, client: metering.RangeQuerier | None
                                          **options())  # type: ignore[arg-type]
     except metering.MeteringInputError as exc:
         raise ActionError({exc.field: [exc.reason]}) from exc
-    samples = [actions.Sample(s.tenant_slug, s.flavor, s.hour_start, s.unit_seconds, s.gpu_equivalent_seconds)
-               for s in report.samples]
     unmatched = sorted({f"{u.tenant_slug}: {u.mode} {u.model_name} {u.mig_profile}".strip()
                         for u in report.unmatched})
-    return actions.store_usage(start, end, samples, unmatched=unmatched)
+    return actions.store_usage(start, end, report.samples, unmatched=unmatched)
 
 
 def recent_window(now: datetime | None = None) -> tuple[datetime, datetime]:
