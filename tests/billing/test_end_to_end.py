@@ -7,6 +7,7 @@ Known timeline (30 s scrapes, 7 s phase), all worked out by hand:
   acme  whole A100 GPU-w1, pod restarts 22:00-22:20 then 22:20-22:40, one missed scrape -> 2400 s
   acme  HAMi share of GPU-h, max(20/80 memory, 10 % cores) = 0.25, 22:00-23:00 -> 900 s
   beta  MIG 3g.40gb instance on GPU-m, 23:00-23:20 -> 1200 unit-s, x 0.4286 = 514.320 GPU-s
+  beta  whole A100 GPU-w7 from an exporter with --use-old-namespace labels, 21:00-21:30 -> 1800 s
   nobody: GPU-w2 idle with empty pod labels, GPU-w3 idle without them, GPU-w4 held by `monitoring`
   ghost: tenant-ghost is not a tenant gpufleet knows -> reported as skipped, not stored
 """
@@ -70,6 +71,9 @@ def fleet(victoria, settings):
         Gpu("GPU-w5", A100, (Hold("tenant-ghost", "x", at(10, 31, 21), at(10, 31, 22)),), index=5),
         Gpu("GPU-m", A100, (Hold("tenant-beta", "job-b", at(10, 31, 23), at(10, 31, 23, 20)),), index=6,
             mig_profile="3g.40gb", mig_id="1"),
+        # an exporter run with --use-old-namespace (pod_namespace, pod_name, container_name)
+        Gpu("GPU-w7", A100, (Hold("tenant-beta", "old-0", at(10, 31, 21), at(10, 31, 21, 30)),), index=7,
+            old_label_names=True),
     ]
     t.hami = [HamiGpu("GPU-h", f"NVIDIA-{A100}", 80 * GIB, (
         HamiShare("tenant-acme", "share-a", at(10, 31, 22), at(10, 31, 23), 20 * GIB, 10),))]
@@ -94,6 +98,7 @@ def test_cli_reproduces_known_gpu_seconds_then_bills_and_reconciles(fleet, setti
     ]
     assert usage_json("acme", *october) == expected_acme
     assert usage_json("beta", *october) == [
+        {"flavor": "a100", "unit_seconds": 1800, "gpu_equivalent_seconds": 1800},
         {"flavor": "a100-3g", "unit_seconds": 1200, "gpu_equivalent_seconds": 514.32}]
     assert usage_json("acme", "2025-11-01T00:00:00Z", "2025-12-01T00:00:00Z") == [
         {"flavor": "a100", "unit_seconds": 1800, "gpu_equivalent_seconds": 1800}]
@@ -106,14 +111,15 @@ def test_cli_reproduces_known_gpu_seconds_then_bills_and_reconciles(fleet, setti
 
     invoices = json.loads(run("billing", "invoices", "--period", "2025-10", "--finalize"))
     totals = {i["tenant"]: i["total"] for i in invoices}
-    # acme: 4200 s x 2.00/h = 2.333.. -> 2.33; 900 s x 0.60/h = 0.15; beta: 1200 s x 0.90/h = 0.30
-    assert totals == {"acme": "2.48", "beta": "0.30"}
+    # acme: 4200 s x 2.00/h = 2.333.. -> 2.33; 900 s x 0.60/h = 0.15
+    # beta: 1800 s x 2.00/h = 1.00; 1200 s x 0.90/h = 0.30
+    assert totals == {"acme": "2.48", "beta": "1.30"}
 
     # OpenCost (recorded newer shape) bills requests: the HAMi share as a whole GPU and no MIG at all.
     template = json.loads((need_reference() / "opencost" / "allocation-gpu.synthetic.json").read_text())
     sample = next(iter(template["data"][0].values()))
     body = {"code": 200, "status": "success", "data": [{}]}
-    for namespace, gpu_hours, gpu_cost in (("tenant-acme", 2.16667, 5.41667), ("tenant-beta", 0, 0),
+    for namespace, gpu_hours, gpu_cost in (("tenant-acme", 2.16667, 5.41667), ("tenant-beta", 0.5, 1.25),
                                            ("kube-system", 0, 0)):
         item = copy.deepcopy(sample)
         item.update(name=namespace, gpuHours=gpu_hours, gpuCost=gpu_cost, totalCost=gpu_cost + 1)
