@@ -165,12 +165,15 @@ class KubernetesBackend:
                 # Pruning finds our objects by these labels; an unlabelled object would leak forever.
                 raise PermanentError(f"{ref(manifest)} lacks the owner labels {missing}")
         existing = self._owned_objects(own, extra_kinds={(k.api_version, k.kind) for k in keys})
+        # Identity without the version: one object is served under every version of its group.
+        found = {identity(obj): item for obj, item in existing.items()}
+        wanted = {identity(obj) for obj in keys}
         created: list[str] = []
         updated: list[str] = []
         unchanged: list[str] = []
         for manifest in desired:
             obj = ref(manifest)
-            before = existing.get(obj)
+            before = found.get(identity(obj))
             after = self._server_side_apply(obj, manifest)
             if before is None:
                 created.append(obj.key)
@@ -178,7 +181,7 @@ class KubernetesBackend:
                 updated.append(obj.key)
             else:
                 unchanged.append(obj.key)
-        pruned = self._prune([obj for obj in existing if obj not in set(keys)])
+        pruned = self._prune([obj for obj in existing if identity(obj) not in wanted])
         return ApplyResult(created=created, updated=updated, unchanged=unchanged, pruned=pruned)
 
     def prune(self, owner: str, select: Callable[[ObjectRef], bool] | None = None) -> ApplyResult:
@@ -224,7 +227,11 @@ class KubernetesBackend:
     ) -> dict[ObjectRef, dict[str, Any]]:
         selector = ",".join(f"{k}={v}" for k, v in sorted(own.labels.items()))
         found: dict[ObjectRef, dict[str, Any]] = {}
-        for api_version, kind in sorted(set(self.prune_kinds) | (extra_kinds or set())):
+        # One listing per group/kind; the version the desired manifests use wins over the allowlist's.
+        versions: dict[tuple[str, str], str] = {}
+        for api_version, kind in [*self.prune_kinds, *sorted(extra_kinds or set())]:
+            versions[(_group(api_version), kind)] = api_version
+        for (_, kind), api_version in sorted(versions.items()):
             resource = self.resource(api_version, kind)
             if resource is None:
                 continue  # the cluster does not serve it, so nothing of that kind can be ours
@@ -271,6 +278,14 @@ class KubernetesBackend:
             return False
         raise_for_status(status, data, f"GET {path}", retry_after)
         return True
+
+
+def _group(api_version: str) -> str:
+    return api_version.split("/")[0] if "/" in api_version else ""
+
+
+def identity(obj: ObjectRef) -> tuple[str, str, str, str]:
+    return (obj.group, obj.kind, obj.namespace, obj.name)
 
 
 def _changed(before: dict[str, Any], after: dict[str, Any]) -> bool:

@@ -231,3 +231,21 @@ def test_from_settings_without_a_cluster_is_a_clear_permanent_error(monkeypatch:
         KubernetesBackend.from_settings(SimpleNamespace(GPUFLEET_KUBECONFIG="", GPUFLEET_KUBE_CONTEXT=""))
     with pytest.raises(PermanentError, match="cannot configure the Kubernetes client"):
         KubernetesBackend.from_settings(SimpleNamespace(GPUFLEET_KUBECONFIG=str(tmp_path / "absent")))
+
+
+def test_an_object_applied_under_another_version_of_its_group_is_not_pruned(
+    kube: EmulatorThread, kube_backend: KubernetesBackend
+) -> None:
+    """A real server serves one LocalQueue under v1beta1 and v1beta2; the allowlist lists v1beta2.
+
+    Rendering v1beta1 must neither list the kind twice nor prune the object it just applied."""
+    kube.call(lambda: kube.emulator.resources.__setitem__(
+        "kueue.x-k8s.io/v1beta1/localqueues", kmock.ResourceInfo(kind="LocalQueue", namespaced=True)))
+    old = local_queue()
+    old["apiVersion"] = "kueue.x-k8s.io/v1beta1"
+    kube_backend.apply(str(ACME), [ns(), old])
+    again = kube_backend.apply(str(ACME), [ns(), old])
+    assert again.pruned == [] and requests_of(kube, "DELETE") == []
+    lists = [r.url.path for r in kube.emulator._requests
+             if str(r.method).upper().endswith("GET") and r.url.path.endswith("/localqueues")]
+    assert lists and all("/v1beta1/" in path for path in lists)
