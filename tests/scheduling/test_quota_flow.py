@@ -93,3 +93,21 @@ def test_reject_leaves_main_unchanged(ready_tenant, gitops_repo, admin_api, eage
     assert not Quota.objects.filter(tenant=tenant).exists()
     again = admin_api.post(f"/api/v1/quota-requests/{change.pk}/approve/", format="json")
     assert again.status_code == 409
+
+
+def test_second_proposal_is_reproposed_when_main_moved(ready_tenant, gitops_repo, eager_tasks) -> None:
+    """Two pending proposals of one tenant: after the first merges, the second's branch no longer sits
+    on main; approval re-proposes it from the database and still lands exactly one commit."""
+    tenant, owner = ready_tenant
+    first = actions.propose_quota_change(tenant, flavor="h100", nominal=2, proposed_by=owner)
+    second = actions.propose_quota_change(tenant, flavor="h100-3g", nominal=7, proposed_by=owner)
+    actions.approve_quota_change(first)
+    middle = git(gitops_repo, "rev-parse", "main").strip()
+    actions.approve_quota_change(second)
+    commits = git(gitops_repo, "rev-list", f"{middle}..main").split()
+    assert commits == [QuotaChangeRequest.objects.get(pk=second.pk).revision]
+    assert all(p.startswith("tenants/vision/") for p in git(gitops_repo, "diff", "--name-only", middle, "main").split())
+    queue = (gitops_repo / "tenants/vision/clusterqueue.kueue.x-k8s.io_tenant-vision.yaml").read_text()
+    # Both approved quotas are on main: the re-proposal rendered the database, not the stale branch.
+    assert "name: h100\n" in queue and "nominalQuota: 2" in queue and "nominalQuota: 7" in queue
+    assert not git(gitops_repo, "branch", "--list", "quota/*").strip()
