@@ -18,9 +18,18 @@ HISTORY = 10
 
 
 class SyncStatusView(AuditActorMixin, APIView):
+    """The fleet sync's latest run and recent history (platform admins only)."""
+
     permission_classes = [IsPlatformAdmin]
 
-    @extend_schema(summary="Latest GitOps sync status: last run, drift repaired, errors", responses=dict)
+    @extend_schema(
+        summary="Latest GitOps sync status: last run, drift repaired, errors",
+        description="`latest` (or null before the first run), `last_success` (finish time of the latest run "
+        "without errors) and `history` (the last 10 runs, newest first). Each run: started, finished, "
+        "state (running/ok/partial/failed), owners, objects_checked, objects_changed, drift_count, "
+        "drifted (paths), errors.",
+        responses=dict,
+    )
     def get(self, request: Request) -> Response:
         runs = list(SyncRun.objects.order_by("-started", "-id")[:HISTORY])
         body: dict[str, Any] = {
