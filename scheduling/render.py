@@ -269,10 +269,12 @@ def kai_queue(view: TenantView, cat: Catalog, sched: TenantScheduling) -> Manife
     }
 
 
-def prometheus_trigger(cat: Catalog, name: str, query: str, threshold: str) -> dict[str, Any]:
+def prometheus_trigger(cat: Catalog, name: str, query: str, threshold: str,
+                       metric_type: str = "AverageValue") -> dict[str, Any]:
     return {
         "type": "prometheus",
         "name": name,
+        "metricType": metric_type,
         # At zero replicas vLLM exports nothing: an empty result counts as 0 instead of a scaler error.
         "metadata": {"serverAddress": cat.metrics_url, "query": query, "threshold": threshold,
                      "activationThreshold": "0", "ignoreNullValues": "true"},
@@ -282,12 +284,15 @@ def prometheus_trigger(cat: Catalog, name: str, query: str, threshold: str) -> d
 def scaled_object(view: TenantView, cat: Catalog, endpoint: EndpointSpec) -> Manifest:
     selector = f'namespace="{view.namespace}",model_name="{endpoint.model}"'
     triggers = [
-        # Queue depth: requests waiting for a batch slot, summed over replicas (target is per replica).
+        # Queue depth: requests waiting for a batch slot, summed over replicas. AverageValue: the HPA
+        # wants sum / target replicas (the target is per replica).
         prometheus_trigger(cat, "queue-depth", f"sum(vllm:num_requests_waiting{{{selector}}})",
                            str(endpoint.queue_target)),
-        # KV-cache use is a 0-1 fraction; scale out before it is full and requests start preempting.
+        # KV-cache use is a 0-1 fraction averaged over replicas; scale out before it is full and
+        # requests start preempting. Value: the HPA wants replicas x avg / target (an average must not
+        # be divided by the target as if it were a total).
         prometheus_trigger(cat, "kv-cache", f"avg(vllm:kv_cache_usage_perc{{{selector}}})",
-                           quantity(endpoint.kv_cache_target)),
+                           quantity(endpoint.kv_cache_target), metric_type="Value"),
     ]
     if endpoint.prewarm_start and endpoint.prewarm_end:
         triggers.append({
