@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 
 WHOLE, MIG, HAMI = "whole", "mig", "hami"
 MODES = (WHOLE, MIG, HAMI)
@@ -46,7 +46,9 @@ def units_per_gpu(weight: Decimal) -> int:
     """How many units of a flavor one physical GPU yields (7 x 1g MIG instances, 4 x 25% HAMi shares)."""
     if weight <= 0:
         return 0
-    return int(Decimal(1) / weight)
+    # Weights are quantised (1g = 0.1429), so 1 / weight can fall just short of a whole number
+    # (6.998): round to hundredths before flooring.
+    return int((Decimal(1) / weight).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
 
 
 def covered_resources(mode: str, mig_profile: str = "", memory_percent: int | None = None,
