@@ -146,6 +146,10 @@ def create_flavor(name: Any, *, gpu_model: Any, mode: Any, mig_profile: Any = ""
         errors["name"] = [f"flavor '{name}' already exists"]
     if errors:
         raise ActionError(errors)
+    if weight_value is not None:
+        weight_value = weight_value.quantize(catalog.WEIGHT_QUANTUM)
+    if factor is not None:
+        factor = factor.quantize(Decimal("0.01"))
     if weight_value is None:
         weight_value = catalog.default_weight(fields["mode"], fields["mig_profile"], fields["memory_percent"],
                                               fields["cores_percent"])
