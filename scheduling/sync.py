@@ -61,15 +61,16 @@ def sync_fleet(backend: Backend | None = None) -> SyncRun:
         for objects in result.clean.values():
             tally.owners += 1
             tally.checked += objects
+        tally.owners += len(result.deferred)  # applied by their own tasks; objects not counted here
         for outcome in result.outcomes:
             if outcome.result is not None:
                 tally.add(outcome.result)
         for problem in result.errors:
             tally.error(problem)
-        if result.retry:  # transient failures: the per-tenant task retries them with backoff
+        if result.retry or result.deferred:  # retried with backoff / fanned out by the per-tenant task
             from tenants.tasks import reconcile_tenant
 
-            for tenant_id in result.retry:
+            for tenant_id in result.retry + result.deferred:
                 reconcile_tenant.delay(tenant_id)
         if tally.errors:
             state = SyncRun.State.PARTIAL

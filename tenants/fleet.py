@@ -48,10 +48,13 @@ class FleetPass:
     errors: list[str] = field(default_factory=list)
     # Tenants that hit a transient error: the caller hands them to the retrying per-tenant task.
     retry: list[int] = field(default_factory=list)
+    # Backends that cannot compare cheaply (Kubernetes: every comparison is API calls) keep the
+    # fan-out: the caller enqueues one task per tenant, spread over the workers.
+    deferred: list[int] = field(default_factory=list)
 
     @property
     def tenants(self) -> int:
-        return len(self.clean) + len(self.outcomes)
+        return len(self.clean) + len(self.outcomes) + len(self.deferred)
 
 
 def _needs_render(tenant: Tenant) -> bool:
@@ -61,13 +64,10 @@ def _needs_render(tenant: Tenant) -> bool:
 
 def _clean_objects(tenant: Tenant, view: TenantView, backend: Backend, ctx: RenderContext) -> int | None:
     """Number of objects if the tenant needs no work, else None (it will be reconciled)."""
-    in_sync = getattr(backend, "in_sync", None)
-    if in_sync is None:
-        return None
     manifests = render_tenant(view, ctx)
     if digest(manifests) != tenant.applied_digest or get_schema_registry().validate(manifests):
         return None
-    return len(manifests) if in_sync(tenant.owner, manifests) else None
+    return len(manifests) if backend.in_sync(tenant.owner, manifests) else None  # type: ignore[attr-defined]
 
 
 def _chunks(items: list[int], size: int) -> Iterator[list[int]]:
@@ -86,6 +86,9 @@ def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet rec
     except Exception as exc:  # the platform failing must not stop tenants from being repaired
         log.exception("fleet reconcile: platform failed")
         result.errors.append(f"platform: {type(exc).__name__}: {exc}")
+    if getattr(backend, "in_sync", None) is None:
+        result.deferred = list(Tenant.objects.live().order_by("pk").values_list("pk", flat=True))
+        return result
     ctx = RenderContext.from_settings()  # once per pass, not once per tenant
     dirty: list[int] = []
     tenants = list(Tenant.objects.live().order_by("pk"))

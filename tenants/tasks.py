@@ -39,6 +39,6 @@ def reconcile_all() -> int:
         result = reconcile_fleet(message="reconcile all tenants")
         for problem in result.errors:
             log.warning("reconcile_all: %s", problem)
-        for tenant_id in result.retry:
+        for tenant_id in result.retry + result.deferred:
             reconcile_tenant.delay(tenant_id)
         return result.tenants

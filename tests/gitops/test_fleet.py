@@ -8,9 +8,11 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from infra.gitops import GitOpsBackend
 from infra.manifests import to_yaml_stream
 from scheduling import actions as sched
 from tenants import reconcile
+from tenants.fleet import reconcile_fleet
 from tenants.isolation import actions as isolation_actions
 from tenants.models import Phase, Tenant
 from tenants.render import RenderContext, render_tenant
@@ -122,3 +124,20 @@ def test_pass_repairs_drift_and_reconciles_only_what_changed(catalog, gitops_rep
     ]
     # Clean tenants were verified (stamped) without being re-applied one by one.
     assert all(t.last_reconciled_at > stamp[t.slug] for t in Tenant.objects.all())
+
+
+class _NoCheapCompare(GitOpsBackend):
+    """A backend like the Kubernetes one: it can apply, but cannot tell cheaply whether it must."""
+
+    in_sync = None  # type: ignore[assignment]
+    batch = None  # type: ignore[assignment]
+
+
+def test_backends_without_a_cheap_comparison_keep_the_per_tenant_fan_out(catalog, gitops_repo: Path) -> None:
+    need_binary("git")
+    need_reference()
+    tenants = ready_tenants(3)
+    result = reconcile_fleet(_NoCheapCompare(gitops_repo))
+    assert result.deferred == sorted(t.pk for t in tenants)
+    assert result.tenants == 3 and not result.outcomes and not result.clean
+    assert not (gitops_repo / "tenants").exists(), "deferred tenants are applied by their own tasks"
