@@ -35,6 +35,14 @@ def test_lint_is_clean(name):
     assert report["total_charts_linted"] == 1
 
 
+def test_lint_reports_values_the_schema_refuses():
+    """Lint is not vacuous: values outside values.schema.json are errors in its report.
+    (Helm's lint mode turns template `fail` calls into info messages; rendering, below, refuses them.)"""
+    report = lint({"config": {"extraEnv": {"SECRET_KEY": "s3cret"}}})
+    assert any("SECRET_KEY" in error for error in report["errors"])
+    assert any(m["severity"] == 3 for m in report["messages"])
+
+
 @pytest.mark.parametrize("name", VALUE_SETS)
 def test_every_object_is_a_valid_kubernetes_object(name):
     rendered = render(VALUE_SETS[name])
