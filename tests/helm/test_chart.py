@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 
 import jsonschema
 import pytest
@@ -13,7 +14,7 @@ import yaml
 from infra.kube.resources import PRUNE_KINDS
 from infra.manifests import ref
 from infra.schemas import SchemaRegistry, _is_core_group
-from tests.support.services import need_reference
+from tests.support.services import REPO, need_reference
 
 from .chart import CHART, NAMESPACE, PRODUCTION_VALUES, containers, default_values, helm, lint, render
 
@@ -251,3 +252,20 @@ def test_chart_yaml_is_helm_v2_api_and_versions_are_semver():
     meta = yaml.safe_load((CHART / "Chart.yaml").read_text())
     assert meta["apiVersion"] == "v2" and meta["type"] == "application"
     assert re.fullmatch(r"\d+\.\d+\.\d+", meta["version"])
+
+
+def test_the_operator_guide_install_command_renders():
+    """The `helm upgrade --install` in docs/operator-guide.md, its --set flags parsed by Helm's own parser."""
+    guide = (REPO / "docs" / "operator-guide.md").read_text()
+    section = guide.split("## Deploying gpufleet with Helm", 1)[1].split("### Install", 1)[1]
+    command = section.split("```sh", 1)[1].split("```", 1)[0].replace("\\\n", " ")
+    words = shlex.split(command)
+    assert words[:3] == ["helm", "upgrade", "--install"]
+    sets = [words[i + 1] for i, word in enumerate(words) if word == "--set"]
+    values = helm().parse_set_string(",".join(sets))
+    rendered = render(values)
+    assert rendered.get("Ingress", "gpufleet")["spec"]["tls"][0]["hosts"] == ["gpufleet.example.com"]
+    assert rendered.get("ConfigMap", "gpufleet")["data"]["OIDC_OP_ISSUER"] == "https://login.example.com/realms/main"
+    assert {c["name"] for c in containers(rendered.get("Deployment", "gpufleet-worker"))} == {"worker", "gitops-push"}
+    registry = SchemaRegistry(None, kubernetes_version="1.33")
+    assert [p for obj in rendered.objects for p in registry.validate([obj])] == []
