@@ -269,3 +269,12 @@ def test_the_operator_guide_install_command_renders():
     assert {c["name"] for c in containers(rendered.get("Deployment", "gpufleet-worker"))} == {"worker", "gitops-push"}
     registry = SchemaRegistry(None, kubernetes_version="1.33")
     assert [p for obj in rendered.objects for p in registry.validate([obj])] == []
+
+
+def test_web_keeps_a_pod_through_node_drains():
+    pdb = render(PRODUCTION_VALUES).get("PodDisruptionBudget", "gpufleet-web")
+    web = render(PRODUCTION_VALUES).get("Deployment", "gpufleet-web")
+    assert pdb["spec"]["minAvailable"] == 1
+    assert pdb["spec"]["selector"]["matchLabels"] == web["spec"]["selector"]["matchLabels"]
+    # One replica: a PDB with minAvailable 1 would block every drain, so there is none.
+    assert render({"web": {"replicas": 1}}).of_kind("PodDisruptionBudget") == []
