@@ -65,3 +65,38 @@ def test_monthly_task_drafts_last_month():
     actions.set_price("a100", "1.00", "USD", "2020-01-01")
     assert tasks.draft_previous_month() == 1
     assert Invoice.objects.get().period == previous.date()
+
+
+def test_beat_collects_hourly_and_drafts_on_the_first():
+    from gpufleet.celery import app
+
+    app.finalize()
+    schedule = {entry["task"]: entry["schedule"] for entry in app.conf.beat_schedule.values()}
+    hourly, monthly = schedule["billing.collect_recent"], schedule["billing.draft_previous_month"]
+    assert hourly.minute == {5} and len(hourly.hour) == 24
+    assert monthly.day_of_month == {1} and monthly.hour == {1}
+
+
+def test_void_and_reissue_from_the_cli():
+    import io
+    import json
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    def run(*args):
+        out = io.StringIO()
+        call_command(*args, stdout=out, stderr=io.StringIO())
+        return json.loads(out.getvalue())
+
+    flavors = catalog()
+    tenants("acme")
+    usage(hour(2026, 9, 1), hour(2026, 10, 1), [sample("acme", flavors["a100"], hour(2026, 9, 2), "7200")])
+    actions.set_price("a100", "1.50", "USD", "2026-01-01")
+    (final,) = run("billing", "invoices", "--period", "2026-09", "--finalize")
+    with pytest.raises(CommandError, match="no invoice"):
+        run("billing", "void", "--number", "GF-1999-000001", "--reason", "x")
+    void = run("billing", "void", "--number", final["number"], "--reason", "customer dispute")
+    assert void["state"] == "void" and void["number"] == final["number"]
+    new = run("billing", "reissue", "--number", final["number"])
+    assert new["state"] == "draft" and new["replaces"] == final["number"] and new["total"] == "3.00"
