@@ -6,8 +6,11 @@ figures are per tenant namespace and window, on the invoice and in the reconcili
 
 from __future__ import annotations
 
+import logging
 from datetime import date, datetime
 from decimal import Decimal
+
+from infra.errors import PermanentError, TransientError
 
 from . import conf
 from .actions import OpenCostFigures
@@ -28,12 +31,21 @@ def namespace_views(start: datetime, end: datetime) -> dict[str, OpenCostView]:
             for name, a in allocations.items()}
 
 
+log = logging.getLogger(__name__)
+
+
 def invoice_figures(period: date) -> dict[str, OpenCostFigures]:
-    """{tenant slug: OpenCost cost and GPU-hours} for a month, for the invoice header."""
+    """{tenant slug: OpenCost cost and GPU-hours} for a month, for the invoice header. They are
+    informational: when OpenCost is unreachable the invoices are drafted without them (logged)."""
     start, end = period_bounds(period)
+    try:
+        views = namespace_views(start, end)
+    except (TransientError, PermanentError) as exc:
+        log.warning("drafting %s without OpenCost figures: %s", period.strftime("%Y-%m"), exc)
+        return {}
     return {ns.removeprefix("tenant-"): OpenCostFigures(view.total_cost if view.total_cost is not None
                                                         else view.gpu_cost, view.gpu_hours)
-            for ns, view in namespace_views(start, end).items() if ns.startswith("tenant-")}
+            for ns, view in views.items() if ns.startswith("tenant-")}
 
 
 def _dec(value: object) -> Decimal | None:

@@ -11,7 +11,7 @@ from django.utils import timezone
 from gpufleet.audit.context import acting
 from infra.errors import TransientError
 
-from . import actions, collect
+from . import actions, collect, opencost_source
 
 
 @shared_task(name="billing.collect_recent", bind=True, acks_late=True, max_retries=5)
@@ -30,4 +30,4 @@ def draft_previous_month() -> int:
     with acting(task="billing.draft_previous_month", user_id=None, token_id=None):
         first = timezone.now().date().replace(day=1)
         previous = (first - timedelta(days=1)).replace(day=1)
-        return len(actions.draft_all(previous))
+        return len(actions.draft_all(previous, opencost=opencost_source.invoice_figures(previous)))

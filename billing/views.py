@@ -13,6 +13,7 @@ from django.utils import timezone
 from django.utils.safestring import mark_safe
 
 from gpufleet.accounts.roles import is_billing_admin
+from infra.errors import PermanentError, TransientError
 from tenants.errors import ActionError
 from tenants.models import Tenant
 
@@ -78,9 +79,14 @@ def reconciliation_report(request: HttpRequest) -> HttpResponse:
     _billing_admin(request)
     period = _period(request)
     start, end = period_bounds(period)
-    rows = reconciliation.report(start, end, opencost_source.namespace_views(start, end))
-    return render(request, "billing/reconciliation.html", {"period": period, "rows": rows,
-                                                           "causes": reconciliation.CAUSES})
+    try:
+        views, problem = opencost_source.namespace_views(start, end), ""
+    except (TransientError, PermanentError) as exc:
+        views, problem = {}, f"OpenCost could not be queried: {exc}"
+    rows = reconciliation.report(start, end, views) if not problem else []
+    return render(request, "billing/reconciliation.html", {"period": period, "rows": rows, "problem": problem,
+                                                           "causes": reconciliation.CAUSES},
+                  status=503 if problem else 200)
 
 
 @login_required

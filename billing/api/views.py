@@ -8,7 +8,7 @@ from django.http import HttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.decorators import action
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import APIException, NotFound, ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 from gpufleet.accounts.roles import is_billing_admin
 from gpufleet.api.permissions import IsBillingAdmin
 from gpufleet.api.viewsets import ScopedReadOnlyViewSet
+from infra.errors import PermanentError, TransientError
 from tenants.errors import ActionError
 from tenants.models import Tenant
 
@@ -135,12 +136,21 @@ class UsageView(APIView):
         return Response({"tenant": tenant.slug, "period": period.strftime("%Y-%m"), **data})
 
 
+class OpenCostUnavailable(APIException):
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_code = "opencost_unavailable"
+
+
 class ReconciliationView(APIView):
     permission_classes = [IsAuthenticated, IsBillingAdmin]
 
     def get(self, request: Request) -> Response:
         start, end = period_bounds(_period(request.query_params.get("period")))
-        rows = reconciliation.report(start, end, opencost_source.namespace_views(start, end))
+        try:
+            views = opencost_source.namespace_views(start, end)
+        except (TransientError, PermanentError) as exc:
+            raise OpenCostUnavailable(f"OpenCost could not be queried: {exc}") from exc
+        rows = reconciliation.report(start, end, views)
         return Response([row.as_json() for row in rows])
 
 

@@ -155,3 +155,16 @@ def test_admin_is_read_only(world):
     pk = world["inv_acme"].pk
     assert client.get(f"/admin/billing/invoice/{pk}/change/").status_code == 200
     assert client.post(f"/admin/billing/invoice/{pk}/change/", {"total": "0"}).status_code == 403
+
+
+def test_opencost_down_is_a_503_for_reconciliation_and_drafts_go_on_without_it(world, settings):
+    from tests.support.services import free_port
+
+    settings.GPUFLEET_OPENCOST_URL = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    finance = client_for(world["finance"])
+    response = finance.get("/api/v1/billing/reconciliation/", {"period": "2026-10"})
+    assert response.status_code == 503 and "OpenCost" in response.json()["detail"]
+    page = page_client(world["finance"]).get("/billing/reconciliation/?period=2026-10")
+    assert page.status_code == 503 and "OpenCost could not be queried" in page.content.decode()
+    drafted = finance.post("/api/v1/billing/invoices/draft/", {"period": "2026-10"}, format="json")
+    assert drafted.status_code == 200 and {i["opencost_gpu_hours"] for i in drafted.json()} == {None}
