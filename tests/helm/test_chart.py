@@ -278,3 +278,29 @@ def test_web_keeps_a_pod_through_node_drains():
     assert pdb["spec"]["selector"]["matchLabels"] == web["spec"]["selector"]["matchLabels"]
     # One replica: a PDB with minAvailable 1 would block every drain, so there is none.
     assert render({"web": {"replicas": 1}}).of_kind("PodDisruptionBudget") == []
+
+
+def test_extra_volumes_reach_every_gpufleet_container_but_not_the_sidecar():
+    values = {
+        **PRODUCTION_VALUES,
+        "extraVolumes": [{"name": "vcluster-ca", "secret": {"secretName": "vcluster-ca"}}],
+        "extraVolumeMounts": [{"name": "vcluster-ca", "mountPath": "/etc/gpufleet/vcluster-ca", "readOnly": True}],
+    }
+    rendered = render(values)
+    for kind, name in WORKLOADS:
+        spec = rendered.get(kind, name)["spec"]["template"]["spec"]
+        assert {"name": "vcluster-ca", "secret": {"secretName": "vcluster-ca"}} in spec["volumes"]
+        for container in spec["containers"]:
+            mounted = "vcluster-ca" in {m["name"] for m in container["volumeMounts"]}
+            assert mounted is (container["name"] != "gitops-push"), (name, container["name"])
+
+
+def test_helm_test_hook_checks_the_web_through_the_service():
+    rendered = render(PRODUCTION_VALUES)
+    pod = rendered.get("Pod", "gpufleet-test-web")
+    assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    env = {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}
+    service = rendered.get("Service", "gpufleet")
+    assert env["GPUFLEET_CHECK_URL"] == f"http://{service['metadata']['name']}:{service['spec']['ports'][0]['port']}"
+    assert env["GPUFLEET_CHECK_HOST"] in rendered.get("ConfigMap", "gpufleet")["data"]["ALLOWED_HOSTS"].split(",")
+    assert pod["spec"]["containers"][0]["securityContext"]["readOnlyRootFilesystem"] is True

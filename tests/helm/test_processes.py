@@ -15,6 +15,7 @@ import secrets
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -177,6 +178,17 @@ def test_web_serves_the_probe_path_for_the_probe_host(rendered, secret, migrated
             answer = requests.get(f"http://127.0.0.1:{port}{probe['path']}", headers=headers, timeout=10,
                                   allow_redirects=False)
             assert 200 <= answer.status_code < 400, answer.text[:500]  # the kubelet's success range
+        # `helm test`'s pod command, pointed at this gunicorn instead of the Service.
+        check = rendered.get("Pod", "gpufleet-test-web")["spec"]["containers"][0]
+        check_env = {e["name"]: e["value"] for e in check["env"]}
+        check_env.update({"GPUFLEET_CHECK_URL": f"http://127.0.0.1:{port}", "PATH": os.environ["PATH"]})
+        passed = subprocess.run([sys.executable if a == "python" else a for a in argv(check)], env=check_env,
+                                capture_output=True, text=True, timeout=60)
+        assert passed.returncode == 0 and "ok" in passed.stdout, passed.stdout + passed.stderr
+        failed = subprocess.run([sys.executable if a == "python" else a for a in argv(check)],
+                                env={**check_env, "GPUFLEET_CHECK_HOST": "evil.example"},
+                                capture_output=True, text=True, timeout=60)
+        assert failed.returncode == 1 and "unexpected answers" in failed.stdout
         # And Django's host check is live: a name outside ALLOWED_HOSTS is refused.
         refused = requests.get(f"http://127.0.0.1:{port}/login/", headers={"Host": "evil.example"}, timeout=10)
         assert refused.status_code == 400

@@ -186,3 +186,18 @@ affinity:
 {{- fail "rbac.create needs serviceAccount.create (the ClusterRole is bound to the chart's service account)" -}}
 {{- end -}}
 {{- end -}}
+
+{{/* The app containers' mounts and the pods' volumes: /tmp plus the operator's extraVolumes (a CA bundle
+for GPUFLEET_VCLUSTER_CA_BUNDLE, a kubeconfig for GPUFLEET_KUBECONFIG, ...). */}}
+{{- define "gpufleet.appMounts" -}}
+{{ include "gpufleet.tmpMount" . }}
+{{- with .Values.extraVolumeMounts }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+{{- define "gpufleet.volumes" -}}
+{{ include "gpufleet.tmpVolume" . }}
+{{- with .Values.extraVolumes }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
