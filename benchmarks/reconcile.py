@@ -1,8 +1,8 @@
 """Reconcile benchmark: 1,000 tenants x 4 flavors in PostgreSQL, rendered into a real GitOps repository.
 
 One command: `.venv/bin/python benchmarks/reconcile.py` (or `make bench`). It creates its own
-database (`gpufleet_bench` on 127.0.0.1:5432, dropped and re-created each run; BENCH_DATABASE_URL
-overrides) and a temporary GitOps repository, then measures:
+database (`gpufleet_bench` on 127.0.0.1:5432, created for the run and dropped after it;
+BENCH_DATABASE_URL overrides) and a temporary GitOps repository, then measures:
 
 1. cold: `reconcile_all` (the beat task, tasks run inline) into the empty repository;
 2. no-op: `reconcile_all` again, nothing changed;
@@ -46,6 +46,14 @@ def _recreate_database(url: str) -> None:
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def _drop_database(url: str) -> None:
+    import psycopg
+
+    name = url.rsplit("/", 1)[1]
+    with psycopg.connect(url.rsplit("/", 1)[0] + "/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _setup_django(url: str, gitops: Path) -> None:
@@ -136,8 +144,8 @@ def main() -> int:
         if opts.profile == "cold":
             profiler = cProfile.Profile()
             cold, count = _timed(profiler.runcall, reconcile_all)
-            stats = pstats.Stats(profiler).sort_stats("tottime")
-            stats.print_stats(30)
+            stats = pstats.Stats(profiler).sort_stats(os.environ.get("BENCH_SORT", "tottime"))
+            stats.print_stats(os.environ.get("BENCH_FILTER", ""), 30)
             if os.environ.get("BENCH_CALLERS"):
                 stats.print_callers(os.environ["BENCH_CALLERS"])
         else:
@@ -189,6 +197,7 @@ def main() -> int:
         for label, ok in results:
             print(f"  {'PASS' if ok else 'FAIL'}  {label}")
         connection.close()
+    _drop_database(url)  # leave the shared PostgreSQL as we found it
     return 0 if all(ok for _, ok in results) else 1
 
 
