@@ -245,17 +245,6 @@ def main() -> int:
             print(f"imported {samples:,} samples in {import_s:.1f} s (not timed)")
 
             client = TimedClient(collect.metrics_client())
-            store_s = [0.0]
-            store_usage = actions.store_usage
-
-            def timed_store(*a, **kw):  # type: ignore[no-untyped-def]
-                began = time.perf_counter()
-                try:
-                    return store_usage(*a, **kw)
-                finally:
-                    store_s[0] += time.perf_counter() - began
-
-            collect.actions.store_usage = timed_store  # type: ignore[assignment]
             with acting(task="benchmark"):
                 began = time.perf_counter()
                 run = collect.collect(START, end, client=client)
@@ -269,9 +258,11 @@ def main() -> int:
             expected = generate.expected  # type: ignore[attr-defined]
             exact = all(by_mode.get(mode, Decimal(0)) == expected[mode] for mode in expected)
             share = client.seconds / total_s
-            print(f"collect (month, {run.records:,} usage rows): {collect_s:.2f} s = TSDB queries "
-                  f"{client.seconds:.2f} s in {client.calls} calls + reading the answers "
-                  f"{collect_s - client.seconds - store_s[0]:.2f} s + storing the rows {store_s[0]:.2f} s")
+            # Days are measured in a background thread while the previous day's rows are stored, so
+            # the TSDB time overlaps the storing; what is left is the critical path outside the TSDB.
+            print(f"collect (month, {run.records:,} usage rows): {collect_s:.2f} s; TSDB queries "
+                  f"{client.seconds:.2f} s in {client.calls} calls (measured a day at a time while the "
+                  f"previous day is stored); outside the TSDB {collect_s - client.seconds:.2f} s")
             print(f"draft {len(invoices)} invoices: {draft_s:.2f} s")
             print(f"total: {total_s:.2f} s (target <= {TARGET_S:.0f} s) "
                   f"{'PASS' if total_s <= TARGET_S else 'FAIL'}")

@@ -63,14 +63,54 @@ def store_usage(start: datetime, end: datetime, samples: Iterable[Sample | Any],
                 unmatched: Iterable[str] = ()) -> UsageCollection:
     """Replace every usage row of [start, end) with `samples`: collecting a window twice replaces,
     never adds. Samples of unknown tenants or flavors are counted in `skipped`, not stored."""
+    return store_usage_batches(start, end, [(samples, unmatched)])
+
+
+def store_usage_batches(start: datetime, end: datetime,
+                        batches: Iterable[tuple[Iterable[Sample | Any], Iterable[str]]]) -> UsageCollection:
+    """`store_usage` for samples that arrive in batches (e.g. one per measured day, while the next
+    day is still being measured): the window's rows are deleted first and each batch is written as
+    it arrives, all in one transaction, so a failure anywhere leaves the stored usage unchanged."""
     _check_window(start, end)
     tenants = dict(Tenant.objects.values_list("slug", "id"))
     flavors = dict(Flavor.objects.values_list("name", "id"))
     now = timezone.now()
-    # (tenant_id, flavor_id, hour) -> [unit_seconds, gpu_equivalent_seconds]; plain values, not model
-    # instances: a month of a large fleet is ~10^5 rows.
-    rows: dict[tuple[int, int, datetime], list[Decimal]] = {}
     skipped: dict[str, set[str]] = defaultdict(set)
+    seen: set[tuple[int, int, datetime]] = set()
+    records, total = 0, Decimal(0)
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            # Usage rows are re-derivable from the TSDB and the next hourly run re-collects: the commit
+            # need not wait for the WAL of ~10^5 rows to reach disk (atomicity is unaffected).
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL synchronous_commit TO OFF")
+        replaced = UsageRecord.objects.filter(hour__gte=start, hour__lt=end)._raw_delete(
+            UsageRecord.objects.db)  # nothing references usage rows: no cascade, no signals to honour
+        for samples, unmatched in batches:
+            rows = _usage_values(samples, unmatched, start, end, tenants, flavors, skipped)
+            if not seen.isdisjoint(rows):
+                raise ActionError({"samples": ["two batches measured the same tenant, flavor and hour"]})
+            seen.update(rows)
+            _insert_usage([(t, f, h, u, g, now, start, end) for (t, f, h), (u, g) in rows.items()])
+            records += len(rows)
+            total += sum((u for u, _ in rows.values()), Decimal(0))
+        run = UsageCollection.objects.create(
+            window_start=start, window_end=end, collected_at=now, records=records, replaced=replaced,
+            unit_seconds=total, skipped={k: sorted(v) for k, v in sorted(skipped.items())},
+        )
+        record("billing.usage.collect", run, after={
+            "window": [start.isoformat(), end.isoformat()], "records": run.records, "replaced": replaced,
+            "unit_seconds": str(run.unit_seconds), "skipped": run.skipped,
+        })
+    return run
+
+
+def _usage_values(samples: Iterable[Any], unmatched: Iterable[str], start: datetime, end: datetime,
+                  tenants: dict[str, int], flavors: dict[str, int],
+                  skipped: dict[str, set[str]]) -> dict[tuple[int, int, datetime], list[Decimal]]:
+    """(tenant_id, flavor_id, hour) -> [unit_seconds, gpu_equivalent_seconds]; plain values, not model
+    instances: a month of a large fleet is ~10^5 rows."""
+    rows: dict[tuple[int, int, datetime], list[Decimal]] = {}
     for item in unmatched:  # usage the measurer saw but no flavor matches
         skipped["unmatched"].add(item)
     for s in samples:
@@ -90,26 +130,7 @@ def store_usage(start: datetime, end: datetime, samples: Iterable[Sample | Any],
             rows[key][1] += s.gpu_equivalent_seconds
         else:
             rows[key] = [s.unit_seconds, s.gpu_equivalent_seconds]
-    values = [(t, f, h, u, g, now, start, end) for (t, f, h), (u, g) in rows.items()]
-    with transaction.atomic():
-        if connection.vendor == "postgresql":
-            # Usage rows are re-derivable from the TSDB and the next hourly run re-collects: the commit
-            # need not wait for the WAL of ~10^5 rows to reach disk (atomicity is unaffected).
-            with connection.cursor() as cursor:
-                cursor.execute("SET LOCAL synchronous_commit TO OFF")
-        replaced = UsageRecord.objects.filter(hour__gte=start, hour__lt=end)._raw_delete(
-            UsageRecord.objects.db)  # nothing references usage rows: no cascade, no signals to honour
-        _insert_usage(values)
-        run = UsageCollection.objects.create(
-            window_start=start, window_end=end, collected_at=now, records=len(rows), replaced=replaced,
-            unit_seconds=sum((u for u, _ in rows.values()), Decimal(0)),
-            skipped={k: sorted(v) for k, v in sorted(skipped.items())},
-        )
-        record("billing.usage.collect", run, after={
-            "window": [start.isoformat(), end.isoformat()], "records": run.records, "replaced": replaced,
-            "unit_seconds": str(run.unit_seconds), "skipped": run.skipped,
-        })
-    return run
+    return rows
 
 
 USAGE_COLUMNS = ("tenant_id", "flavor_id", "hour", "unit_seconds", "gpu_equivalent_seconds", "collected_at",

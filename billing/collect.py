@@ -6,6 +6,9 @@ settings to it and hands the result to `actions.store_usage`, which replaces the
 
 from __future__ import annotations
 
+import queue
+import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 from django.utils import timezone
@@ -19,6 +22,7 @@ from .metering import usage as metering
 from .models import UsageCollection
 
 HOUR = timedelta(hours=1)
+DAY = timedelta(days=1)
 
 
 def flavor_specs() -> list[metering.FlavorSpec]:
@@ -43,15 +47,60 @@ def metrics_client() -> MetricsClient:
 
 
 def collect(start: datetime, end: datetime, client: metering.RangeQuerier | None = None) -> UsageCollection:
-    """Measure [start, end) and replace the stored usage of that window."""
+    """Measure [start, end) and replace the stored usage of that window.
+
+    Windows longer than a day are measured a day at a time in a background thread while the main
+    thread writes the previous day's rows (the TSDB and PostgreSQL work at the same time); the
+    write is still one transaction over the whole window (`actions.store_usage_batches`)."""
+    client = client or metrics_client()
+    specs, opts = flavor_specs(), options()
+    days = list(_days(start, end))
+    results: queue.Queue[object] = queue.Queue(maxsize=2)
+    stop = threading.Event()
+
+    def measure() -> None:
+        for lower, upper in days:
+            if stop.is_set():
+                return
+            try:
+                item: object = metering.measure_report(client, specs, lower, upper, **opts)  # type: ignore[arg-type]
+            except BaseException as exc:  # handed to the writer, which raises it
+                item = exc
+            while not stop.is_set():
+                try:
+                    results.put(item, timeout=0.5)
+                    break
+                except queue.Full:
+                    continue
+            if isinstance(item, BaseException):
+                return
+
+    def batches() -> Iterator[tuple[list[metering.UsageSample], list[str]]]:
+        for _ in days:
+            item = results.get()
+            if isinstance(item, metering.MeteringInputError):
+                raise ActionError({item.field: [item.reason]}) from item
+            if isinstance(item, BaseException):
+                raise item
+            report = item  # type: ignore[assignment]
+            yield report.samples, sorted({f"{u.tenant_slug}: {u.mode} {u.model_name} {u.mig_profile}".strip()
+                                          for u in report.unmatched})
+
+    worker = threading.Thread(target=measure, name="billing-measure", daemon=True)
+    worker.start()
     try:
-        report = metering.measure_report(client or metrics_client(), flavor_specs(), start, end,
-                                         **options())  # type: ignore[arg-type]
-    except metering.MeteringInputError as exc:
-        raise ActionError({exc.field: [exc.reason]}) from exc
-    unmatched = sorted({f"{u.tenant_slug}: {u.mode} {u.model_name} {u.mig_profile}".strip()
-                        for u in report.unmatched})
-    return actions.store_usage(start, end, report.samples, unmatched=unmatched)
+        return actions.store_usage_batches(start, end, batches())
+    finally:
+        stop.set()
+        worker.join(timeout=30)
+
+
+def _days(start: datetime, end: datetime) -> Iterator[tuple[datetime, datetime]]:
+    cursor = start
+    while cursor < end:
+        upper = min(cursor + DAY, end)
+        yield cursor, upper
+        cursor = upper
 
 
 def recent_window(now: datetime | None = None) -> tuple[datetime, datetime]:
