@@ -304,3 +304,17 @@ def test_helm_test_hook_checks_the_web_through_the_service():
     assert env["GPUFLEET_CHECK_URL"] == f"http://{service['metadata']['name']}:{service['spec']['ports'][0]['port']}"
     assert env["GPUFLEET_CHECK_HOST"] in rendered.get("ConfigMap", "gpufleet")["data"]["ALLOWED_HOSTS"].split(",")
     assert pod["spec"]["containers"][0]["securityContext"]["readOnlyRootFilesystem"] is True
+
+
+@pytest.mark.parametrize(("allowed", "probe_host"), [
+    (["gpufleet.example.com", "other.example.com"], "gpufleet.example.com"),
+    ([".example.com"], "example.com"),  # Django's subdomain pattern: the probe sends a name it matches
+    (["*"], "localhost"),
+])
+def test_probe_host_is_a_concrete_name_the_allowed_hosts_match(allowed, probe_host):
+    rendered = render({"config": {"allowedHosts": allowed}})
+    web = containers(rendered.get("Deployment", "gpufleet-web"))[0]
+    assert {h["name"]: h["value"] for h in web["readinessProbe"]["httpGet"]["httpHeaders"]} == {"Host": probe_host}
+    check = rendered.get("Pod", "gpufleet-test-web")["spec"]["containers"][0]
+    assert {e["name"]: e["value"] for e in check["env"]}["GPUFLEET_CHECK_HOST"] == probe_host
+    assert rendered.get("ConfigMap", "gpufleet")["data"]["ALLOWED_HOSTS"] == ",".join(allowed)

@@ -201,3 +201,10 @@ for GPUFLEET_VCLUSTER_CA_BUNDLE, a kubeconfig for GPUFLEET_KUBECONFIG, ...). */}
 {{ toYaml . }}
 {{- end }}
 {{- end -}}
+
+{{/* The Host the web probes and `helm test` send: the first allowed host, as a concrete name (Django's
+".example.com" pattern matches "example.com"; "*" matches anything). */}}
+{{- define "gpufleet.probeHost" -}}
+{{- $host := first (splitList "," (include "gpufleet.allowedHosts" .)) -}}
+{{- if eq $host "*" -}}localhost{{- else -}}{{- trimPrefix "." $host -}}{{- end -}}
+{{- end -}}
