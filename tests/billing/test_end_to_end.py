@@ -136,3 +136,33 @@ def test_cli_reproduces_known_gpu_seconds_then_bills_and_reconciles(fleet, setti
     assert acme["delta_gpu_hours"] == "0.750"  # 2.167 - 1.417: the share's 0.75 h billed whole
     assert beta["flagged"] and beta["causes"] == ["mig_unsupported"]
     assert set(report) == {"acme", "beta"}
+
+
+class FailingAfter:
+    """The real VictoriaMetrics client, except that the TSDB 'fails' after `calls` range queries."""
+
+    def __init__(self, client, calls: int) -> None:
+        self.client, self.calls = client, calls
+
+    def range(self, query, start, end, step_seconds):
+        if self.calls == 0:
+            from infra.errors import TransientError
+
+            raise TransientError("VictoriaMetrics went away", delay=5)
+        self.calls -= 1
+        return self.client.range(query, start, end, step_seconds)
+
+
+def test_a_tsdb_failure_mid_window_changes_nothing(fleet):
+    from billing import collect
+    from infra.errors import TransientError
+
+    run("billing", "collect", "--start", "2025-10-30T00:00:00Z", "--end", "2025-11-02T00:00:00Z")
+    before = list(UsageRecord.objects.order_by("pk").values_list("tenant_id", "flavor_id", "hour", "unit_seconds"))
+    assert before
+    # Three days: the first two days' queries succeed (2 per day), the third day's fail.
+    with pytest.raises(TransientError):
+        collect.collect(datetime(2025, 10, 30, tzinfo=UTC), datetime(2025, 11, 2, tzinfo=UTC),
+                        client=FailingAfter(collect.metrics_client(), 4))
+    after = list(UsageRecord.objects.order_by("pk").values_list("tenant_id", "flavor_id", "hour", "unit_seconds"))
+    assert after == before and UsageCollection.objects.count() == 1
