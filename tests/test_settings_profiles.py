@@ -33,6 +33,21 @@ def test_production_starts_with_everything_set():
     assert result.stdout.strip() == "https://idp.example.com/token"
 
 
+def test_production_serves_the_portal_stylesheet():
+    code = (
+        "import django; django.setup(); from django.test import Client; "
+        "r = Client().get('/static/portal/portal.css', HTTP_HOST='gpufleet.example.com'); "
+        "print(r.status_code, r.headers.get('Content-Type'))"
+    )
+    clean = {k: v for k, v in os.environ.items() if k not in BASE_ENV}
+    clean.update(BASE_ENV, DJANGO_SETTINGS_MODULE="gpufleet.settings.production",
+                 PYTHONPATH=os.pathsep.join([str(REPO), str(REPO / "platform")]))
+    result = subprocess.run([sys.executable, "-c", code], env=clean, capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[0] == "200"
+    assert "text/css" in result.stdout
+
+
 @pytest.mark.parametrize("missing", sorted(BASE_ENV))
 def test_production_names_the_missing_variable(missing):
     result = load({k: v for k, v in BASE_ENV.items() if k != missing})
