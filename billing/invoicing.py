@@ -12,8 +12,8 @@ import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
-from datetime import date, datetime, timedelta
+from dataclasses import dataclass, field
+from datetime import date, datetime
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
@@ -130,7 +130,6 @@ def usage_lines(rows: Iterable[UsageRow], prices: Sequence[PriceRow], period_sta
         gpu_seconds = sum((r.gpu_equivalent_seconds for r in members), ZERO)
         if seconds == 0:
             continue
-        start = max(period_start, min(r.hour for r in members).replace(minute=0, second=0, microsecond=0))
         start = max(period_start, _day_start(price.effective_from, period_start.tzinfo))
         end = min(period_end, _day_start(price.effective_to, period_start.tzinfo)) if price.effective_to else period_end
         draft.lines.append(Line(
@@ -198,15 +197,3 @@ def content_hash(header: dict[str, Any], lines: Sequence[dict[str, Any]]) -> str
     body = json.dumps({"invoice": header, "lines": list(lines)}, sort_keys=True, default=str,
                       separators=(",", ":"))
     return hashlib.sha256(body.encode()).hexdigest()
-
-
-def line_dict(line: Line) -> dict[str, Any]:
-    return asdict(line)
-
-
-def previous_periods(period: date, count: int) -> list[date]:
-    out, current = [], period
-    for _ in range(count):
-        current = (current.replace(day=1) - timedelta(days=1)).replace(day=1)
-        out.append(current)
-    return out

@@ -22,6 +22,8 @@ from .models import Invoice, UsageRecord
 from .periods import parse_period, period_bounds
 from .usage_view import daily_usage, gpu_hours_matrix
 
+GPU_HOURS_QUANTUM = Decimal("0.001")
+
 
 def _period(request: HttpRequest):  # type: ignore[no-untyped-def]
     value = request.GET.get("period") or timezone.now().strftime("%Y-%m")
@@ -44,7 +46,7 @@ def usage(request: HttpRequest, slug: str) -> HttpResponse:
     matrix = gpu_hours_matrix(data)
     chart = charts.stacked_bars(data["days"], matrix, title=f"{tenant.slug}: GPU-equivalent hours per day, "
                                 f"{period:%Y-%m}", unit="GPU-hours")
-    totals = [{"flavor": f, "gpu_hours": sum(values).quantize(_Q)} for f, values in matrix.items()]
+    totals = [{"flavor": f, "gpu_hours": sum(values).quantize(GPU_HOURS_QUANTUM)} for f, values in matrix.items()]
     return render(request, "billing/usage.html", {
         "tenant": tenant, "period": period, "chart": mark_safe(chart),  # noqa: S308 - built by charts, escaped
         "rows": data["rows"], "totals": totals,
@@ -105,5 +107,3 @@ def export(request: HttpRequest) -> HttpResponse:
                                        f'{"focus.csv" if fmt == "focus" else fmt}"')
     return response
 
-
-_Q = Decimal("0.001")
