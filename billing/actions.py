@@ -369,7 +369,8 @@ class _Batch:
 def _load_batch(tenant_ids: list[int], period: date, currency: str) -> _Batch:
     start, end = period_bounds(period)
     invoices = Invoice.objects.filter(tenant_id__in=tenant_ids, period=period, currency=currency)
-    live = {inv.tenant_id: inv for inv in invoices.exclude(state=Invoice.State.VOID)}
+    # Locked: a concurrent finalize either finished before (we see it finalized and keep it) or waits.
+    live = {inv.tenant_id: inv for inv in invoices.exclude(state=Invoice.State.VOID).select_for_update()}
     voided: dict[int, Invoice] = {}
     for inv in invoices.filter(state=Invoice.State.VOID, reissued_as__isnull=True).order_by("voided_at"):
         voided[inv.tenant_id] = inv  # the latest void one without a reissue
@@ -486,11 +487,20 @@ def invoice_content(invoice: Invoice) -> tuple[dict[str, Any], list[dict[str, An
     return header, lines
 
 
+def _lock_invoice(invoice_id: int) -> Invoice | None:
+    """Lock the tenant, then the invoice: the order drafting uses, so the two never deadlock."""
+    tenant_id = Invoice.objects.filter(pk=invoice_id).values_list("tenant_id", flat=True).first()
+    if tenant_id is None:
+        return None
+    Tenant.objects.select_for_update().filter(pk=tenant_id).first()
+    return Invoice.objects.select_for_update(of=("self",)).select_related("tenant").filter(pk=invoice_id).first()
+
+
 def finalize(invoice_id: int) -> Invoice:
     """Freeze a draft: take the next gapless number of the year, hash the content. Finalizing a
     finalized invoice returns it unchanged (two concurrent calls yield one number)."""
     with transaction.atomic():
-        invoice = Invoice.objects.select_for_update().select_related("tenant").filter(pk=invoice_id).first()
+        invoice = _lock_invoice(invoice_id)
         if invoice is None:
             raise ActionError({"invoice": [f"no invoice {invoice_id}"]})
         if invoice.state == Invoice.State.FINALIZED:
@@ -526,7 +536,7 @@ def void(invoice_id: int, reason: str) -> Invoice:
     if not isinstance(reason, str) or not reason.strip():
         raise ActionError({"reason": ["is required: say why the invoice is void"]})
     with transaction.atomic():
-        invoice = Invoice.objects.select_for_update().select_related("tenant").filter(pk=invoice_id).first()
+        invoice = _lock_invoice(invoice_id)
         if invoice is None:
             raise ActionError({"invoice": [f"no invoice {invoice_id}"]})
         if invoice.state == Invoice.State.VOID:

@@ -14,6 +14,7 @@ from django.db import models
 from django.db.models import Q
 
 from scheduling.models import Flavor
+from tenants.errors import Conflict
 from tenants.models import Tenant
 
 SECONDS = {"max_digits": 20, "decimal_places": 3}
@@ -21,8 +22,9 @@ MONEY = {"max_digits": 18, "decimal_places": 2}
 UNIT_PRICE = {"max_digits": 18, "decimal_places": 6}
 
 
-class FinalizedInvoiceError(Exception):
-    """Something tried to change a finalized or void invoice (void and reissue instead)."""
+class FinalizedInvoiceError(Conflict):
+    """Something tried to change a finalized or void invoice (void and reissue instead). A Conflict,
+    so the API answers 409 and the CLI prints it, whichever path tried."""
 
 
 def _for_tenant_scope(qs: models.QuerySet, user: Any, tenant_path: str, *, owners_only: bool) -> models.QuerySet:
