@@ -12,9 +12,7 @@ an asyncio loop running in this thread, inside which Django refuses ORM calls.
 
 from __future__ import annotations
 
-import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,43 +20,13 @@ import pytest
 from gpufleet.accounts.models import ApiToken, hash_secret
 from tenants.models import Phase, Tenant
 from tests.support import factories
-from tests.support.services import missing
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-]
+from tests.support.browser import browser_page, sign_in, sign_out
 
 pytestmark = [pytest.mark.service, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture
-def chromium() -> Iterator[object]:
-    if not os.access(CHROMIUM, os.X_OK):
-        missing(f"Chromium is not installed at {CHROMIUM} (Debian package `chromium`)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        missing("PyPI `playwright` is not installed (the test extra)")
-    yield sync_playwright
-
-
-def sign_in(page, base: str, username: str) -> None:  # type: ignore[no-untyped-def]
-    page.goto(f"{base}/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", "pw-for-tests")
-    page.get_by_role("button", name="Sign in", exact=True).click()
-    page.wait_for_selector(f"[data-testid=signed-in-user]:text-is('{username}')")
-
-
-def sign_out(page) -> None:  # type: ignore[no-untyped-def]
-    page.get_by_role("button", name="Sign out").click()
-    page.wait_for_selector("#id_username")
-
-
 def test_request_approve_ready_in_a_real_browser(
-    chromium, live_server, eager_tasks, gitops_repo: Path, tmp_path: Path
+    live_server, eager_tasks, gitops_repo: Path, tmp_path: Path
 ) -> None:
     factories.user("alice")
     factories.user("root-admin", roles={"platform-admin"})
@@ -67,61 +35,55 @@ def test_request_approve_ready_in_a_real_browser(
     shots.mkdir()
     seen: dict[str, str] = {}
 
-    with chromium() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.set_default_timeout(20_000)
+    with browser_page() as page:
 
-            # Anonymous: the portal sends us to sign in.
-            page.goto(f"{base}/")
-            assert "/login/" in page.url
-            page.screenshot(path=str(shots / "0-sign-in.png"), full_page=True)
+        # Anonymous: the portal sends us to sign in.
+        page.goto(f"{base}/")
+        assert "/login/" in page.url
+        page.screenshot(path=str(shots / "0-sign-in.png"), full_page=True)
 
-            sign_in(page, base, "alice")
-            page.get_by_role("link", name="Request a tenant").first.click()
-            page.fill("#id_slug", "Vision_Lab")
-            page.fill("#id_display_name", "Vision lab")
-            page.select_option("#id_trust_level", "standard")
-            page.get_by_role("button", name="Request tenant").click()
-            seen["slug error"] = page.inner_text("[data-field=slug]")
-            page.screenshot(path=str(shots / "1-request-error.png"), full_page=True)
+        sign_in(page, base, "alice")
+        page.get_by_role("link", name="Request a tenant").first.click()
+        page.fill("#id_slug", "Vision_Lab")
+        page.fill("#id_display_name", "Vision lab")
+        page.select_option("#id_trust_level", "standard")
+        page.get_by_role("button", name="Request tenant").click()
+        seen["slug error"] = page.inner_text("[data-field=slug]")
+        page.screenshot(path=str(shots / "1-request-error.png"), full_page=True)
 
-            page.fill("#id_slug", "vision-lab")
-            page.get_by_role("button", name="Request tenant").click()
-            page.wait_for_url(f"{base}/tenants/vision-lab/")
-            seen["requested phase"] = page.inner_text("[data-testid=phase]")
-            sign_out(page)
+        page.fill("#id_slug", "vision-lab")
+        page.get_by_role("button", name="Request tenant").click()
+        page.wait_for_url(f"{base}/tenants/vision-lab/")
+        seen["requested phase"] = page.inner_text("[data-testid=phase]")
+        sign_out(page)
 
-            sign_in(page, base, "root-admin")
-            page.get_by_role("link", name="Approvals").click()
-            page.screenshot(path=str(shots / "2-approvals.png"), full_page=True)
-            page.get_by_role("button", name="Approve vision-lab").click()
-            page.wait_for_selector(".flash-success")
-            seen["flash"] = page.inner_text(".flash")
-            page.get_by_role("link", name="My tenants").click()
-            page.get_by_role("link", name="vision-lab").click()
-            page.wait_for_url(f"{base}/tenants/vision-lab/")
-            seen["admin phase"] = page.inner_text("[data-testid=phase]")
-            seen["liveness"] = page.inner_text("[data-testid=liveness]")
-            seen["objects"] = page.inner_text("[data-testid=owned-objects]")
-            page.screenshot(path=str(shots / "3-tenant-ready.png"), full_page=True)
-            sign_out(page)
+        sign_in(page, base, "root-admin")
+        page.get_by_role("link", name="Approvals").click()
+        page.screenshot(path=str(shots / "2-approvals.png"), full_page=True)
+        page.get_by_role("button", name="Approve vision-lab").click()
+        page.wait_for_selector(".flash-success")
+        seen["flash"] = page.inner_text(".flash")
+        page.get_by_role("link", name="My tenants").click()
+        page.get_by_role("link", name="vision-lab").click()
+        page.wait_for_url(f"{base}/tenants/vision-lab/")
+        seen["admin phase"] = page.inner_text("[data-testid=phase]")
+        seen["liveness"] = page.inner_text("[data-testid=liveness]")
+        seen["objects"] = page.inner_text("[data-testid=owned-objects]")
+        page.screenshot(path=str(shots / "3-tenant-ready.png"), full_page=True)
+        sign_out(page)
 
-            sign_in(page, base, "alice")
-            seen["alice list"] = page.inner_text("[data-testid=tenant-list]")
-            page.screenshot(path=str(shots / "4-my-tenants.png"), full_page=True)
+        sign_in(page, base, "alice")
+        seen["alice list"] = page.inner_text("[data-testid=tenant-list]")
+        page.screenshot(path=str(shots / "4-my-tenants.png"), full_page=True)
 
-            # An API token: the secret is on the page once, and gone after a reload.
-            page.get_by_role("link", name="API tokens").click()
-            page.fill("#id_name", "laptop")
-            page.get_by_role("button", name="Create token").click()
-            seen["token"] = page.input_value("[data-testid=new-token] input")
-            page.screenshot(path=str(shots / "5-token-once.png"), full_page=True)
-            page.reload()
-            seen["tokens after reload"] = page.content()
-        finally:
-            browser.close()
+        # An API token: the secret is on the page once, and gone after a reload.
+        page.get_by_role("link", name="API tokens").click()
+        page.fill("#id_name", "laptop")
+        page.get_by_role("button", name="Create token").click()
+        seen["token"] = page.input_value("[data-testid=new-token] input")
+        page.screenshot(path=str(shots / "5-token-once.png"), full_page=True)
+        page.reload()
+        seen["tokens after reload"] = page.content()
 
     assert "lowercase" in seen["slug error"], seen["slug error"]
     assert seen["requested phase"] == "requested"

@@ -11,9 +11,7 @@ runs an asyncio loop in this thread, inside which Django refuses ORM calls).
 
 from __future__ import annotations
 
-import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,41 +20,16 @@ from scheduling import actions
 from scheduling.models import Quota, QuotaChangeRequest
 from tenants import reconcile
 from tests.support import factories
-from tests.support.services import missing
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-]
+from tests.support.browser import browser_page, sign_in, sign_out
 
 pytestmark = [pytest.mark.service, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def chromium() -> Iterator[object]:
-    if not os.access(CHROMIUM, os.X_OK):
-        missing(f"Chromium is not installed at {CHROMIUM} (Debian package `chromium`)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        missing("PyPI `playwright` is not installed (the test extra)")
-    yield sync_playwright
 
 
 def git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout
 
 
-def sign_in(page, base: str, username: str) -> None:  # type: ignore[no-untyped-def]
-    page.goto(f"{base}/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", "pw-for-tests")
-    page.get_by_role("button", name="Sign in", exact=True).click()
-    page.wait_for_selector(f"[data-testid=signed-in-user]:text-is('{username}')")
-
-
-def test_quota_request_reviewed_in_a_real_browser(chromium, live_server, eager_tasks, gitops_repo: Path,
+def test_quota_request_reviewed_in_a_real_browser(live_server, eager_tasks, gitops_repo: Path,
                                                    tmp_path: Path) -> None:
     model = actions.create_gpu_model("a100-80gb", "NVIDIA A100-SXM4-80GB", 81920)
     actions.create_flavor("a100", gpu_model=model.name, mode="whole", capacity=8)
@@ -70,41 +43,34 @@ def test_quota_request_reviewed_in_a_real_browser(chromium, live_server, eager_t
     shots.mkdir()
     seen: dict[str, str] = {}
 
-    with chromium() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.set_default_timeout(20_000)
-            sign_in(page, base, "lead")
-            page.get_by_role("link", name="GPU quotas").click()
-            page.get_by_role("link", name="vision").click()
-            page.select_option("#id_flavor", "a100")
-            page.fill("#id_nominal", "12")
-            page.get_by_role("button", name="Propose for review").click()
-            seen["error"] = page.locator("form[data-testid=quota-request-form]").inner_text()
-            page.screenshot(path=str(shots / "1-over-capacity.png"), full_page=True)
-            page.fill("#id_nominal", "4")
-            page.fill("#id_borrowing_limit", "2")
-            page.fill("#id_reason", "fine-tuning run")
-            page.get_by_role("button", name="Propose for review").click()
-            page.wait_for_selector("[data-testid=preview]")
-            seen["preview"] = page.locator("[data-testid=preview]").inner_text()
-            seen["capacity"] = page.locator("[data-testid=capacity]").inner_text()
-            seen["owner_can_review"] = str(page.locator("[data-testid=approve]").count())
-            seen["request_url"] = page.url
-            page.screenshot(path=str(shots / "2-preview.png"), full_page=True)
-            page.get_by_role("button", name="Sign out").click()
-            page.wait_for_selector("#id_username")
+    with browser_page() as page:
+        sign_in(page, base, "lead")
+        page.get_by_role("link", name="GPU quotas").click()
+        page.get_by_role("link", name="vision").click()
+        page.select_option("#id_flavor", "a100")
+        page.fill("#id_nominal", "12")
+        page.get_by_role("button", name="Propose for review").click()
+        seen["error"] = page.locator("form[data-testid=quota-request-form]").inner_text()
+        page.screenshot(path=str(shots / "1-over-capacity.png"), full_page=True)
+        page.fill("#id_nominal", "4")
+        page.fill("#id_borrowing_limit", "2")
+        page.fill("#id_reason", "fine-tuning run")
+        page.get_by_role("button", name="Propose for review").click()
+        page.wait_for_selector("[data-testid=preview]")
+        seen["preview"] = page.locator("[data-testid=preview]").inner_text()
+        seen["capacity"] = page.locator("[data-testid=capacity]").inner_text()
+        seen["owner_can_review"] = str(page.locator("[data-testid=approve]").count())
+        seen["request_url"] = page.url
+        page.screenshot(path=str(shots / "2-preview.png"), full_page=True)
+        sign_out(page)
 
-            sign_in(page, base, "root-admin")
-            page.goto(seen["request_url"])
-            page.fill("#id_comment", "approved for Q3")
-            page.get_by_role("button", name="Approve").click()
-            page.wait_for_selector("[data-testid=state]:text-is('approved')")
-            seen["after"] = page.locator("main").inner_text()
-            page.screenshot(path=str(shots / "3-approved.png"), full_page=True)
-        finally:
-            browser.close()
+        sign_in(page, base, "root-admin")
+        page.goto(seen["request_url"])
+        page.fill("#id_comment", "approved for Q3")
+        page.get_by_role("button", name="Approve").click()
+        page.wait_for_selector("[data-testid=state]:text-is('approved')")
+        seen["after"] = page.locator("main").inner_text()
+        page.screenshot(path=str(shots / "3-approved.png"), full_page=True)
 
     assert "over capacity" in seen["error"]
     assert "nominalQuota: 4" in seen["preview"] and "borrowingLimit: 2" in seen["preview"]
