@@ -10,12 +10,19 @@ times, because their queries are read-only).
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
+
+from infra.errors import TransientError
+
+T = TypeVar("T")
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 RETRY_STATUSES = (502, 503, 504)
@@ -70,3 +77,27 @@ def session(timeouts: Timeouts = DEFAULT_TIMEOUTS, *, retries: int = 2, backoff:
     s.mount("https://", adapter)
     s.headers["User-Agent"] = user_agent
     return s
+
+
+def retry_transient(call: Callable[[], T], *, attempts: int, pause: Callable[[int], float]) -> T:
+    """`call()` up to `attempts` times while it raises `TransientError`; the last one propagates.
+
+    `pause(n)` is how long to wait after the n-th failure (counting from 0). Anything else is not retried.
+    """
+    for attempt in range(attempts - 1):
+        try:
+            return call()
+        except TransientError:
+            time.sleep(pause(attempt))
+    return call()
+
+
+@contextmanager
+def network_errors_are_transient(service: str, *, timeout_delay: float, unreachable_delay: float) -> Iterator[None]:
+    """Turn `requests`' timeout and connection failures into `TransientError`s naming the service."""
+    try:
+        yield
+    except requests.Timeout as exc:
+        raise TransientError(f"{service} timed out: {exc}", delay=timeout_delay) from exc
+    except requests.ConnectionError as exc:
+        raise TransientError(f"{service} unreachable: {exc}", delay=unreachable_delay) from exc

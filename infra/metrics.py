@@ -17,7 +17,6 @@ imported or back-filled after a first query is never hidden by the cache (billin
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -128,27 +127,15 @@ class MetricsClient:
     def _query(self, path: str, params: dict[str, str]) -> list[Series]:
         if self.victoria_metrics:
             params = {**params, "nocache": "1"}
-        last: TransientError | None = None
-        for attempt in range(self.attempts):
-            try:
-                return self._once(path, params)
-            except TransientError as exc:
-                last = exc
-                if attempt + 1 < self.attempts:
-                    time.sleep(min(0.2 * (attempt + 1), 1.0))
-        assert last is not None
-        raise last
+        return http.retry_transient(lambda: self._once(path, params), attempts=self.attempts,
+                                    pause=lambda attempt: min(0.2 * (attempt + 1), 1.0))
 
     def _once(self, path: str, params: dict[str, str]) -> list[Series]:
         url = f"{self.base_url}{path}"
         self.requests_made += 1
-        try:
+        with http.network_errors_are_transient("metrics server", timeout_delay=30, unreachable_delay=15):
             # POST keeps long PromQL out of URLs (both Prometheus and VictoriaMetrics accept form bodies).
             response = self.session.post(url, data=params, timeout=self.timeouts.as_tuple())
-        except requests.Timeout as exc:
-            raise TransientError(f"metrics query timed out: {exc}", delay=30) from exc
-        except requests.ConnectionError as exc:
-            raise TransientError(f"metrics server unreachable: {exc}", delay=15) from exc
         if response.status_code >= 500:
             raise TransientError(f"metrics server error {response.status_code}: {response.text[:300]}",
                                  delay=_retry_after(response, 15))

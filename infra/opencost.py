@@ -17,7 +17,6 @@ HTTP 4xx, a non-JSON answer or an envelope whose `code` is not 200 → `Permanen
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -206,24 +205,15 @@ class OpenCostClient:
         return merged
 
     def _get(self, path: str, params: dict[str, str]) -> Any:
-        last: TransientError | None = None
-        for attempt in range(self.attempts):
-            try:
-                return self._once(path, params)
-            except TransientError as exc:
-                last = exc
-                if attempt + 1 < self.attempts:
-                    time.sleep(self.backoff * (2**attempt))
-        assert last is not None
-        raise TransientError(f"OpenCost failed {self.attempts} times; last: {last}", delay=last.delay)
+        try:
+            return http.retry_transient(lambda: self._once(path, params), attempts=self.attempts,
+                                        pause=lambda attempt: self.backoff * (2**attempt))
+        except TransientError as last:
+            raise TransientError(f"OpenCost failed {self.attempts} times; last: {last}", delay=last.delay) from last
 
     def _once(self, path: str, params: dict[str, str]) -> Any:
-        try:
+        with http.network_errors_are_transient("OpenCost", timeout_delay=60, unreachable_delay=30):
             response = self.session.get(f"{self.base_url}{path}", params=params, timeout=self.timeouts.as_tuple())
-        except requests.Timeout as exc:
-            raise TransientError(f"OpenCost timed out: {exc}", delay=60) from exc
-        except requests.ConnectionError as exc:
-            raise TransientError(f"OpenCost unreachable: {exc}", delay=30) from exc
         if response.status_code >= 500:
             raise TransientError(f"OpenCost server error {response.status_code}: {response.text[:200]}", delay=60)
         if response.status_code >= 400:
