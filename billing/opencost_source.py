@@ -18,11 +18,11 @@ from .periods import period_bounds
 from .reconciliation import OpenCostView
 
 
-def namespace_views(start: datetime, end: datetime) -> dict[str, OpenCostView]:
-    """{namespace: OpenCostView} for [start, end); empty when no OpenCost is configured."""
+def namespace_views(start: datetime, end: datetime) -> dict[str, OpenCostView] | None:
+    """{namespace: OpenCostView} for [start, end); None when no OpenCost is configured."""
     url = conf.text("GPUFLEET_OPENCOST_URL")
     if not url:
-        return {}
+        return None
     from infra import opencost
 
     client = opencost.OpenCostClient(url)
@@ -45,7 +45,7 @@ def invoice_figures(period: date) -> dict[str, OpenCostFigures]:
         return {}
     return {ns.removeprefix("tenant-"): OpenCostFigures(view.total_cost if view.total_cost is not None
                                                         else view.gpu_cost, view.gpu_hours)
-            for ns, view in views.items() if ns.startswith("tenant-")}
+            for ns, view in (views or {}).items() if ns.startswith("tenant-")}
 
 
 def _dec(value: object) -> Decimal | None:

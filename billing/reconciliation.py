@@ -107,9 +107,14 @@ def compare(tenant: str, measured: Measured, opencost: OpenCostView | None, *, t
     return Row(tenant, namespace, hours, by_mode, theirs, opencost.gpu_cost, delta, ratio, flagged, causes)
 
 
-def rows(measured: Mapping[str, Measured], opencost: Mapping[str, OpenCostView], *, tolerance: Decimal,
+def rows(measured: Mapping[str, Measured], opencost: Mapping[str, OpenCostView] | None, *, tolerance: Decimal,
          min_gpu_hours: Decimal) -> list[Row]:
-    """Every tenant with measured usage or an OpenCost allocation in its namespace."""
+    """Every tenant with measured usage or an OpenCost allocation in its namespace. `opencost` None
+    means no OpenCost is configured: the measured side is listed and nothing is flagged."""
+    if opencost is None:
+        return [Row(slug, f"tenant-{slug}", _hours(m.total),
+                    {"whole": _hours(m.whole), "mig": _hours(m.mig), "hami": _hours(m.hami)},
+                    None, None, None, None, flagged=False) for slug, m in sorted(measured.items())]
     slugs = set(measured) | {ns.removeprefix("tenant-") for ns in opencost if ns.startswith("tenant-")}
     return [compare(slug, measured.get(slug, Measured()), opencost.get(f"tenant-{slug}"),
                     tolerance=tolerance, min_gpu_hours=min_gpu_hours) for slug in sorted(slugs)]
@@ -129,7 +134,7 @@ def measured_by_tenant(start: Any, end: Any) -> dict[str, Measured]:
             for slug, modes in out.items()}
 
 
-def report(start: Any, end: Any, opencost: Mapping[str, OpenCostView]) -> list[Row]:
+def report(start: Any, end: Any, opencost: Mapping[str, OpenCostView] | None) -> list[Row]:
     from . import conf
 
     return rows(measured_by_tenant(start, end), opencost, tolerance=conf.decimal("GPUFLEET_RECONCILE_TOLERANCE"),

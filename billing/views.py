@@ -84,7 +84,7 @@ def reconciliation_report(request: HttpRequest) -> HttpResponse:
     try:
         views, problem = opencost_source.namespace_views(start, end), ""
     except (TransientError, PermanentError) as exc:
-        views, problem = {}, f"OpenCost could not be queried: {exc}"
+        views, problem = None, f"OpenCost could not be queried: {exc}"
     rows = reconciliation.report(start, end, views) if not problem else []
     return render(request, "billing/reconciliation.html", {"period": period, "rows": rows, "problem": problem,
                                                            "causes": reconciliation.CAUSES},

@@ -139,3 +139,4 @@ def test_reconcile_cli_without_opencost_lists_measured(month):
     rows = json.loads(run("billing", "reconcile", "--period", "2026-10"))
     assert [r["tenant"] for r in rows] == ["acme", "globex"]
     assert rows[1]["measured_gpu_hours"] == "3.000" and rows[1]["opencost_gpu_hours"] is None
+    assert not any(r["flagged"] for r in rows)  # no OpenCost configured: nothing to disagree with
