@@ -68,6 +68,8 @@ def test_cli_errors_are_clear(month):
         run("price", "set", "--flavor", "a100", "--per-unit-hour", "2", "--currency", "USD", "--from", "2026-01-01")
     with pytest.raises(CommandError, match="in the future"):
         run("billing", "invoices", "--period", "2030-01")
+    with pytest.raises(CommandError, match="whole hour"):
+        run("billing", "usage", "--tenant", "acme", "--start", "2026-10-01T00:30:00Z", "--end", "2026-11-01", "--json")
     with pytest.raises(CommandError, match="no tenant"):
         run("billing", "usage", "--tenant", "nobody", "--start", "2026-10-01", "--end", "2026-11-01", "--json")
     assert Price.objects.count() == 3 and Invoice.objects.count() == 0

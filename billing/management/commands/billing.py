@@ -68,6 +68,9 @@ class Command(BaseCommand):
         begin, finish = parse_time(start, "start"), parse_time(end, "end")
         if finish <= begin:
             raise CommandError("--end: must be after --start")
+        for name, moment in (("start", begin), ("end", finish)):
+            if moment.minute or moment.second or moment.microsecond:
+                raise CommandError(f"--{name}: must be on a whole hour (usage is stored per UTC hour)")
         rows = usage_by_flavor(tenant, begin, finish)
         if json:
             self.stdout.write(dumps(rows))
