@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,7 +9,7 @@ from pathlib import Path
 import hvac
 import pytest
 
-from tests.support.services import free_port, missing, wait_for
+from tests.support.services import free_port, missing, running, wait_for
 
 ROOT_TOKEN = "gpufleet-test-root"  # a dev server's token, valid only for this process's lifetime
 
@@ -67,15 +66,10 @@ def bao_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BaoServer]:
     binary = bao_binary()
     port = free_port()
     home = tmp_path_factory.mktemp("bao-home")
-    log = open(home / "bao.log", "w")  # closed in the finally below
-    proc = subprocess.Popen(
-        [binary, "server", "-dev", f"-dev-root-token-id={ROOT_TOKEN}", f"-dev-listen-address=127.0.0.1:{port}"],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env={"HOME": str(home), "PATH": "/usr/bin:/bin", "BAO_DISABLE_MLOCK": "true"},
-    )
-    server = BaoServer(f"http://127.0.0.1:{port}", ROOT_TOKEN)
-    try:
+    argv = [binary, "server", "-dev", f"-dev-root-token-id={ROOT_TOKEN}", f"-dev-listen-address=127.0.0.1:{port}"]
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "BAO_DISABLE_MLOCK": "true"}
+    with running(argv, home / "bao.log", env=env):
+        server = BaoServer(f"http://127.0.0.1:{port}", ROOT_TOKEN)
         wait_for(lambda: server.root().sys.is_initialized() and not server.root().sys.is_sealed(),
                  timeout=30, what="bao server -dev")
         root = server.root()
@@ -89,14 +83,6 @@ def bao_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BaoServer]:
             mount_point="kubernetes",
         )
         yield server
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-        log.close()
 
 
 @pytest.fixture(autouse=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
@@ -14,7 +13,7 @@ import redis
 from django.conf import settings
 from django.db import connection
 
-from .services import REPO, missing
+from .services import REPO, missing, running
 
 
 def broker_url() -> str:
@@ -50,18 +49,7 @@ def celery_worker(gitops_repo: Path, log_path: Path) -> Iterator[str]:
         "GPUFLEET_REFERENCE_DIR": str(settings.GPUFLEET_REFERENCE_DIR),
         "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "platform")]),
     }
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "gpufleet", "worker", "--pool=solo", "--concurrency=1",
-             "-Q", queue, "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "INFO"],
-            env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-        )
-    try:
+    argv = [sys.executable, "-m", "celery", "-A", "gpufleet", "worker", "--pool=solo", "--concurrency=1",
+            "-Q", queue, "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "INFO"]
+    with running(argv, log_path, grace=20, env=env, cwd=REPO):
         yield queue
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
@@ -21,7 +20,7 @@ from urllib.parse import parse_qs, urljoin, urlsplit
 import pytest
 import requests
 
-from .services import REPO, free_port, missing, need_binary, wait_for
+from .services import REPO, free_port, missing, need_binary, running, wait_for
 
 SERVER_DIR = REPO / "tests" / "oidc"
 CLIENT_ID = "gpufleet-tests"
@@ -85,21 +84,12 @@ def oidc_provider(live_server: Any, tmp_path_factory: pytest.TempPathFactory) ->
         "OIDC_ACCOUNTS_FILE": str(accounts_file),
     }
     issuer = f"http://127.0.0.1:{port}"
-    with log_file.open("wb") as log:
-        proc = subprocess.Popen([node, "server.mjs"], cwd=SERVER_DIR, env=env, stdout=log, stderr=subprocess.STDOUT)
-    try:
+    with running([node, "server.mjs"], log_file, cwd=SERVER_DIR, env=env) as proc:
         discovery_url = f"{issuer}/.well-known/openid-configuration"
         wait_for(lambda: proc.poll() is None and requests.get(discovery_url, timeout=1).ok,
                  timeout=30, what=f"oidc-provider (log: {log_file})")
         discovery = requests.get(discovery_url, timeout=TIMEOUT).json()
         yield OidcProvider(issuer=issuer, accounts_file=accounts_file, discovery=discovery, log_file=log_file)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @pytest.fixture

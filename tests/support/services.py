@@ -10,9 +10,12 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -69,3 +72,26 @@ def port_open(port: int) -> bool:
     with socket.socket() as sock:
         sock.settimeout(0.2)
         return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+@contextmanager
+def running(argv: Sequence[str], log_path: Path, *, grace: float = 10.0, **popen: Any) -> Iterator[subprocess.Popen]:
+    """Run a server process (stdout and stderr to `log_path`) for the length of the block, then stop it."""
+    with open(log_path, "wb") as log:  # the child keeps its own copy of the descriptor
+        proc = subprocess.Popen(list(argv), stdout=log, stderr=subprocess.STDOUT, **popen)
+    try:
+        yield proc
+    finally:
+        stop(proc, grace=grace)
+
+
+def stop(proc: subprocess.Popen, *, grace: float = 10.0) -> None:
+    """SIGTERM, and SIGKILL if it has not exited after `grace` seconds; always reaps it."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

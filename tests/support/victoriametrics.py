@@ -14,14 +14,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import requests
 
-from tests.support.services import free_port, missing, wait_for
+from tests.support.services import free_port, missing, stop, wait_for
 
 BINARY_CANDIDATES = ("/usr/bin/victoria-metrics", "victoria-metrics", "victoria-metrics-prod")
 
@@ -111,11 +110,4 @@ class VictoriaMetrics:
 
     def stop(self) -> None:
         self._session.close()
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
-        time.sleep(0)  # nothing else to release; the storage dir belongs to the caller's tmp dir
+        stop(self.process, grace=20)  # the storage dir belongs to the caller's tmp dir
