@@ -32,15 +32,18 @@ class Command(BaseCommand):
         if verb == "list":
             run(self, "nodepool list", lambda: [pool_json(p) for p in GpuNodePool.objects.select_related("flavor")])
             return
-        pools: list[GpuNodePool] = []
-        run(self, "nodepool create", lambda: pools.append(actions.create_node_pool(
-            o["name"], flavor=o["flavor"], gpu_limit=o["gpu_limit"], instance_types=o["instance_type"],
-            capacity_types=o["capacity_type"], node_class=str(o["node_class"]),
-            consolidation_policy=o["consolidation_policy"], consolidate_after=o["consolidate_after"],
-            allow_underutilized=bool(o["allow_underutilized"]))))
-        for warning in pools[0].warnings:
-            self.stderr.write(f"WARNING: {warning}")
-        run(self, "nodepool create", lambda: pool_json(pools[0]))
+
+        def create() -> dict:
+            pool = actions.create_node_pool(
+                o["name"], flavor=o["flavor"], gpu_limit=o["gpu_limit"], instance_types=o["instance_type"],
+                capacity_types=o["capacity_type"], node_class=str(o["node_class"]),
+                consolidation_policy=o["consolidation_policy"], consolidate_after=o["consolidate_after"],
+                allow_underutilized=bool(o["allow_underutilized"]))
+            for warning in pool.warnings:
+                self.stderr.write(f"WARNING: {warning}")
+            return pool_json(pool)
+
+        run(self, "nodepool create", create)
 
 
 def pool_json(pool: GpuNodePool) -> dict:
