@@ -11,7 +11,8 @@ from . import catalog
 
 
 class CatalogQuerySet(models.QuerySet):
-    """The catalog is public to every signed-in user (they need it to ask for quota)."""
+    """The catalog (GPU models, flavors, node pools, cohorts) is public to every signed-in user: they need
+    it to ask for quota."""
 
     def for_user(self, user: object) -> CatalogQuerySet:
         return self if getattr(user, "is_authenticated", False) else self.none()
@@ -97,6 +98,8 @@ class GpuNodePool(models.Model):
     allow_underutilized = models.BooleanField(default=False)
     created = models.DateTimeField(auto_now_add=True)
 
+    objects = CatalogQuerySet.as_manager()
+
     class Meta:
         ordering = ["name"]
 
@@ -120,6 +123,8 @@ class Cohort(models.Model):
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="children")
     fair_sharing_weight = models.DecimalField(max_digits=8, decimal_places=3, default=Decimal(1))
     created = models.DateTimeField(auto_now_add=True)
+
+    objects = CatalogQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]

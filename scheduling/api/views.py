@@ -11,6 +11,7 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.serializers import Serializer
 
 from gpufleet.accounts.roles import is_platform_admin
 from gpufleet.api.viewsets import ScopedReadOnlyViewSet, ScopedViewSetMixin
@@ -40,29 +41,44 @@ def require_platform_admin(request: Request) -> None:
         raise PermissionDenied("only platform admins may do this")
 
 
+def validated(serializer_class: type[Serializer], request: Request) -> dict[str, Any]:
+    """The request body as `serializer_class` accepts it (a 400 naming the field otherwise)."""
+    payload = serializer_class(data=request.data)
+    payload.is_valid(raise_exception=True)
+    return dict(payload.validated_data)
+
+
+class TenantWriteMixin(ScopedViewSetMixin):
+    """Writes whose body names a tenant; the answer is the row read back through the caller's scope."""
+
+    serializer_class: type[Serializer]
+
+    def tenant_payload(self, request: Request, serializer_class: type[Serializer]) -> tuple[Tenant, dict[str, Any]]:
+        data = validated(serializer_class, request)
+        return visible_tenant(request, data.pop("tenant")), data
+
+    def scoped_response(self, row: Any, code: int = status.HTTP_200_OK) -> Response:
+        return Response(self.serializer_class(self.get_queryset().get(pk=row.pk)).data, status=code)
+
+
 class FlavorViewSet(ScopedReadOnlyViewSet):
     queryset = Flavor.objects.select_related("gpu_model")
     serializer_class = s.FlavorSerializer
 
 
-class NodePoolViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+class NodePoolViewSet(ScopedViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     queryset = GpuNodePool.objects.select_related("flavor")
     serializer_class = s.NodePoolSerializer
-
-    def get_queryset(self):  # type: ignore[no-untyped-def]
-        return super().get_queryset() if self.request.user.is_authenticated else GpuNodePool.objects.none()
 
     @extend_schema(request=s.NodePoolCreateSerializer, responses={201: s.NodePoolSerializer})
     def create(self, request: Request, *args: object, **kwargs: object) -> Response:
         require_platform_admin(request)
-        payload = s.NodePoolCreateSerializer(data=request.data)
-        payload.is_valid(raise_exception=True)
-        data = dict(payload.validated_data)
+        data = validated(s.NodePoolCreateSerializer, request)
         pool = actions.create_node_pool(data.pop("name"), **data)
         return Response(s.NodePoolSerializer(pool).data, status=status.HTTP_201_CREATED)
 
 
-class QuotaViewSet(ScopedViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+class QuotaViewSet(TenantWriteMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     """Read: members see their tenants' quotas. Write (direct edit): platform admins, audited."""
 
     queryset = Quota.objects.select_related("tenant", "flavor")
@@ -70,29 +86,22 @@ class QuotaViewSet(ScopedViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOnl
 
     @extend_schema(request=s.QuotaWriteSerializer, responses={200: s.QuotaSerializer})
     def create(self, request: Request, *args: object, **kwargs: object) -> Response:
-        payload = s.QuotaWriteSerializer(data=request.data)
-        payload.is_valid(raise_exception=True)
-        data = dict(payload.validated_data)
-        tenant = visible_tenant(request, data.pop("tenant"))
+        tenant, data = self.tenant_payload(request, s.QuotaWriteSerializer)
         require_platform_admin(request)
         quota = actions.set_quota(tenant, **data)
-        return Response(s.QuotaSerializer(self.get_queryset().get(pk=quota.pk)).data)
+        return self.scoped_response(quota)
 
 
-class QuotaRequestViewSet(ScopedViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+class QuotaRequestViewSet(TenantWriteMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     queryset = QuotaChangeRequest.objects.select_related("tenant", "flavor", "proposed_by", "reviewed_by")
     serializer_class = s.QuotaRequestSerializer
 
     @extend_schema(request=s.QuotaRequestCreateSerializer, responses={201: s.QuotaRequestSerializer})
     def create(self, request: Request, *args: object, **kwargs: object) -> Response:
-        payload = s.QuotaRequestCreateSerializer(data=request.data)
-        payload.is_valid(raise_exception=True)
-        data = dict(payload.validated_data)
-        tenant = visible_tenant(request, data.pop("tenant"))
+        tenant, data = self.tenant_payload(request, s.QuotaRequestCreateSerializer)
         require_manager(request, tenant)
         change = actions.propose_quota_change(tenant, proposed_by=request.user, **data)
-        return Response(s.QuotaRequestSerializer(self.get_queryset().get(pk=change.pk)).data,
-                        status=status.HTTP_201_CREATED)
+        return self.scoped_response(change, status.HTTP_201_CREATED)
 
     @extend_schema(responses={200: dict})
     @action(detail=True, methods=["get"])
@@ -102,10 +111,8 @@ class QuotaRequestViewSet(ScopedViewSetMixin, mixins.CreateModelMixin, viewsets.
     def _review(self, request: Request, fn: Any) -> Response:
         change = self.get_object()  # 404 first
         require_platform_admin(request)
-        payload = s.ReviewSerializer(data=request.data)
-        payload.is_valid(raise_exception=True)
-        change = fn(change, reviewer=request.user, comment=payload.validated_data["comment"])
-        return Response(s.QuotaRequestSerializer(self.get_queryset().get(pk=change.pk)).data)
+        comment = validated(s.ReviewSerializer, request)["comment"]
+        return self.scoped_response(fn(change, reviewer=request.user, comment=comment))
 
     @extend_schema(request=s.ReviewSerializer, responses={200: s.QuotaRequestSerializer})
     @action(detail=True, methods=["post"])
@@ -118,21 +125,17 @@ class QuotaRequestViewSet(ScopedViewSetMixin, mixins.CreateModelMixin, viewsets.
         return self._review(request, actions.reject_quota_change)
 
 
-class EndpointViewSet(ScopedViewSetMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin,
+class EndpointViewSet(TenantWriteMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin,
                       viewsets.ReadOnlyModelViewSet):
     queryset = InferenceEndpoint.objects.select_related("tenant", "tier")
     serializer_class = s.EndpointSerializer
 
     @extend_schema(request=s.EndpointCreateSerializer, responses={201: s.EndpointSerializer})
     def create(self, request: Request, *args: object, **kwargs: object) -> Response:
-        payload = s.EndpointCreateSerializer(data=request.data)
-        payload.is_valid(raise_exception=True)
-        data = dict(payload.validated_data)
-        tenant = visible_tenant(request, data.pop("tenant"))
+        tenant, data = self.tenant_payload(request, s.EndpointCreateSerializer)
         require_manager(request, tenant)
         endpoint = actions.create_endpoint(tenant, data.pop("name"), **data)
-        return Response(s.EndpointSerializer(self.get_queryset().get(pk=endpoint.pk)).data,
-                        status=status.HTTP_201_CREATED)
+        return self.scoped_response(endpoint, status.HTTP_201_CREATED)
 
     def destroy(self, request: Request, *args: object, **kwargs: object) -> Response:
         endpoint = self.get_object()
@@ -141,15 +144,12 @@ class EndpointViewSet(ScopedViewSetMixin, mixins.CreateModelMixin, mixins.Destro
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class CohortViewSet(viewsets.ReadOnlyModelViewSet):
+class CohortViewSet(ScopedReadOnlyViewSet):
     queryset = Cohort.objects.select_related("parent")
     serializer_class = s.CohortSerializer
 
-    def get_queryset(self):  # type: ignore[no-untyped-def]
-        return super().get_queryset() if self.request.user.is_authenticated else Cohort.objects.none()
 
-
-class TenantSchedulingViewSet(ScopedViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+class TenantSchedulingViewSet(TenantWriteMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     """A tenant's cohort, fair-sharing weight and priority class. Platform admins set them."""
 
     queryset = TenantScheduling.objects.select_related("tenant", "cohort", "priority_class")
@@ -157,10 +157,7 @@ class TenantSchedulingViewSet(ScopedViewSetMixin, mixins.CreateModelMixin, views
 
     @extend_schema(request=s.TenantSchedulingWriteSerializer, responses={200: s.TenantSchedulingSerializer})
     def create(self, request: Request, *args: object, **kwargs: object) -> Response:
-        payload = s.TenantSchedulingWriteSerializer(data=request.data)
-        payload.is_valid(raise_exception=True)
-        data = dict(payload.validated_data)
-        tenant = visible_tenant(request, data.pop("tenant"))
+        tenant, data = self.tenant_payload(request, s.TenantSchedulingWriteSerializer)
         require_platform_admin(request)
         row = actions.set_tenant_scheduling(tenant, **data)
-        return Response(s.TenantSchedulingSerializer(self.get_queryset().get(pk=row.pk)).data)
+        return self.scoped_response(row)
