@@ -8,7 +8,7 @@ from django.http import HttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.decorators import action
-from rest_framework.exceptions import APIException, NotFound, ValidationError
+from rest_framework.exceptions import APIException, NotFound, PermissionDenied, ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -30,8 +30,6 @@ from .serializers import DraftSerializer, InvoiceSerializer, PriceSerializer, Pr
 
 def _require_billing_admin(request: Request) -> None:
     if not is_billing_admin(request.user):
-        from rest_framework.exceptions import PermissionDenied
-
         raise PermissionDenied("only billing admins may do this")
 
 
