@@ -1,10 +1,11 @@
-"""Sign in and out. OIDC is the way in; username/password exists only where the profile allows it."""
+"""Sign in. OIDC is the way in; username/password exists only where the profile allows it.
+
+Signing out is mozilla-django-oidc's OIDCLogoutView (portal/urls.py): it ends the provider's session too."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.auth.views import LoginView as DjangoLoginView
-from django.contrib.auth.views import LogoutView
 from django.http import HttpRequest, HttpResponse
 
 
@@ -23,5 +24,3 @@ class LoginView(DjangoLoginView):
 
 
 login = LoginView.as_view()
-# Django's LogoutView accepts POST only (a GET link could sign people out from another site).
-logout = LogoutView.as_view()
