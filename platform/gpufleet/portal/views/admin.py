@@ -6,7 +6,6 @@ from collections.abc import Callable
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -30,13 +29,9 @@ DONE = {
 
 @platform_admin_required
 def approvals(request: HttpRequest) -> HttpResponse:
-    requested = (
-        Tenant.objects.filter(phase=Phase.REQUESTED)
-        .select_related("requested_by")
-        .annotate(member_count=Count("memberships"))
-        .order_by("created", "slug")
-    )
-    return render(request, "portal/approvals.html", {"requested": requested, "reject_form": RejectForm()})
+    # The page shows each request's requester; the reject reason is a plain input posted per row.
+    requested = Tenant.objects.filter(phase=Phase.REQUESTED).select_related("requested_by").order_by("created", "slug")
+    return render(request, "portal/approvals.html", {"requested": requested})
 
 
 def _back(request: HttpRequest, tenant: Tenant) -> HttpResponse:
