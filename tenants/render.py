@@ -225,8 +225,6 @@ def vcluster_values(view: TenantView, ctx: RenderContext) -> dict[str, Any]:
         # KAI Scheduler needs synced pods without owner references (upstream integration guide).
         "experimental": {"syncSettings": {"setOwner": False}},
     }
-    for extend in view.extra.get("vcluster_values", []):
-        extend(values)
     for hook in VCLUSTER_VALUES_HOOKS:  # e.g. tenants.isolation: OIDC, in-cluster RBAC, placement
         hook(view, ctx, values)
     return values
