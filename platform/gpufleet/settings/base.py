@@ -92,7 +92,10 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = VAR_DIR / "static"
+# WhiteNoise serves the apps' static files directly (WHITENOISE_USE_FINDERS), so nothing has to be collected;
+# STATIC_ROOT is only for operators who want `collectstatic` (e.g. to put a CDN in front).
+STATIC_ROOT = env("GPUFLEET_STATIC_ROOT", None)
+WHITENOISE_USE_FINDERS = True
 
 # --- OIDC (authorization code + PKCE) -----------------------------------------------------------
 OIDC_OP_ISSUER = env("OIDC_OP_ISSUER", "")

@@ -16,5 +16,3 @@ DEBUG = False
 SESSION_COOKIE_SECURE = True
 CSRF_COOKIE_SECURE = True
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-# Serve the apps' static files through WhiteNoise without a collectstatic step in the image.
-WHITENOISE_USE_FINDERS = True
