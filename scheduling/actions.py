@@ -208,6 +208,11 @@ def held_quota(flavor: Flavor):  # type: ignore[no-untyped-def]
 def effective_capacity(flavor: Flavor) -> int:
     """Entered inventory plus what the flavor's Karpenter pools may grow to (GPUs x units per GPU)."""
     pool_gpus = GpuNodePool.objects.filter(flavor=flavor).aggregate(n=Sum("gpu_limit"))["n"] or 0
+    return capacity_with_pools(flavor, pool_gpus)
+
+
+def capacity_with_pools(flavor: Flavor, pool_gpus: int) -> int:
+    """Pure: `effective_capacity` when the caller already summed the pools' GPU limits (a list page)."""
     return flavor.capacity + pool_gpus * catalog.units_per_gpu(flavor.weight)
 
 

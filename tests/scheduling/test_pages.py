@@ -4,7 +4,9 @@ the request preview and the platform admin's review; other tenants' pages are 40
 from __future__ import annotations
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from scheduling import actions
 from scheduling.models import InferenceEndpoint, Quota, QuotaChangeRequest
@@ -68,3 +70,18 @@ def test_endpoint_form_and_catalog_warnings(fleet) -> None:
     Membership.objects.create(tenant=Tenant.objects.get(slug="serve"), user=viewer, role="viewer")
     assert login(viewer).post("/gpu/tenants/serve/", {"endpoint": "1", "name": "x", "model": "m",
                                                       "tier": "batch"}).status_code == 403
+
+
+def test_catalog_page_queries_do_not_grow_with_flavors(fleet, django_assert_num_queries) -> None:
+    actions.create_node_pool("h100-pool", flavor="h100", gpu_limit=4)
+    page = login(factories.user("reader"))
+    page.get("/gpu/flavors/")  # warm: session and user rows are read the same way below
+    with CaptureQueriesContext(connection) as few:
+        page.get("/gpu/flavors/")
+    for i in range(5):
+        actions.create_flavor(f"h100-extra-{i}", gpu_model="h100-80gb", mode="whole", capacity=1)
+    with django_assert_num_queries(len(few.captured_queries)):
+        body = page.get("/gpu/flavors/").content.decode()
+    assert "h100-extra-4" in body
+    # The capacity column still counts the pool: 16 entered + 4 GPUs of the pool.
+    assert "<td>20</td>" in body
