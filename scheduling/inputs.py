@@ -190,20 +190,29 @@ def load_tenant(tenant: Any) -> dict[str, TenantScheduling]:
         )
     }
     endpoints = tuple(
-        EndpointSpec(
-            e.name, e.model, e.deployment, e.tier.name, e.tier.min_replicas, e.tier.max_replicas,
-            e.tier.cooldown_seconds, e.tier.polling_seconds, e.tier.prewarm_start, e.tier.prewarm_end,
-            e.tier.prewarm_replicas, e.queue_target, e.kv_cache_target,
-        )
+        endpoint_spec(e)
         for e in InferenceEndpoint.objects.filter(tenant_id=tenant.pk).select_related("tier").order_by("name")
     )
-    return {
-        "scheduling": TenantScheduling(
-            allowed_modes=frozenset(allowed_modes(tenant)),
-            cohort=(row.cohort.name if row and row.cohort else settings.GPUFLEET_DEFAULT_COHORT),
-            weight=row.fair_sharing_weight if row else Decimal(1),
-            priority_class=(row.priority_class.name if row and row.priority_class else DEFAULT_PRIORITY_CLASS),
-            quotas=quotas,
-            endpoints=endpoints,
-        )
-    }
+    return {"scheduling": tenant_scheduling(row, frozenset(allowed_modes(tenant)), quotas, endpoints)}
+
+
+def endpoint_spec(e: Any) -> EndpointSpec:
+    """An InferenceEndpoint row (its `tier` selected with it) as render input."""
+    return EndpointSpec(
+        e.name, e.model, e.deployment, e.tier.name, e.tier.min_replicas, e.tier.max_replicas,
+        e.tier.cooldown_seconds, e.tier.polling_seconds, e.tier.prewarm_start, e.tier.prewarm_end,
+        e.tier.prewarm_replicas, e.queue_target, e.kv_cache_target,
+    )
+
+
+def tenant_scheduling(row: Any, modes: frozenset[str], quotas: dict[str, QuotaSpec],
+                      endpoints: tuple[EndpointSpec, ...]) -> TenantScheduling:
+    """A tenant's render input from its TenantScheduling row (None: the platform defaults) and the rest."""
+    return TenantScheduling(
+        allowed_modes=modes,
+        cohort=(row.cohort.name if row and row.cohort else settings.GPUFLEET_DEFAULT_COHORT),
+        weight=row.fair_sharing_weight if row else Decimal(1),
+        priority_class=(row.priority_class.name if row and row.priority_class else DEFAULT_PRIORITY_CLASS),
+        quotas=quotas,
+        endpoints=endpoints,
+    )

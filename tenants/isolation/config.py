@@ -84,17 +84,21 @@ def tenant_extras(tenant: Any) -> dict[str, Any]:
 
     row = AllocationPolicy.objects.filter(trust_level=tenant.trust_level).first()
     iso = TenantIsolation.objects.filter(tenant_id=tenant.pk).first()
-    level = frozenset(row.allowed_modes) if row else policy.DEFAULT_MODES.get(tenant.trust_level, frozenset())
-    world = row.world_egress if row else policy.DEFAULT_WORLD_EGRESS.get(tenant.trust_level, False)
-    return {
-        "isolation": TenantIsolationView(
-            allowed_modes=policy.effective_modes(level, iso.allowed_modes if iso else None),
-            world_egress=world,
-            egress_cidrs=tuple(iso.egress_cidrs) if iso else (),
-            egress_fqdns=tuple(iso.egress_fqdns) if iso else (),
-            placement=policy.placement(tenant.trust_level, tenant.slug),
-        )
-    }
+    return {"isolation": isolation_view(tenant, row, iso)}
+
+
+def isolation_view(tenant: Any, level: Any, iso: Any) -> TenantIsolationView:
+    """Pure: the tenant's isolation from its trust level's AllocationPolicy row and its own TenantIsolation
+    row (either may be None: the trust level's built-in defaults, no per-tenant narrowing)."""
+    base = frozenset(level.allowed_modes) if level else policy.DEFAULT_MODES.get(tenant.trust_level, frozenset())
+    world = level.world_egress if level else policy.DEFAULT_WORLD_EGRESS.get(tenant.trust_level, False)
+    return TenantIsolationView(
+        allowed_modes=policy.effective_modes(base, iso.allowed_modes if iso else None),
+        world_egress=world,
+        egress_cidrs=tuple(iso.egress_cidrs) if iso else (),
+        egress_fqdns=tuple(iso.egress_fqdns) if iso else (),
+        placement=policy.placement(tenant.trust_level, tenant.slug),
+    )
 
 
 def of_view(view: Any) -> TenantIsolationView:
