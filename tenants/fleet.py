@@ -17,6 +17,7 @@ import logging
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from django.utils import timezone
 
@@ -30,6 +31,7 @@ from .models import Phase, Tenant
 from .render import RenderContext, TenantView, render_tenant
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # Phases in which "the render equals what was applied" means there is nothing to do.
 STEADY = {Phase.READY, Phase.SUSPENDED}
@@ -70,7 +72,7 @@ def _clean_objects(tenant: Tenant, view: TenantView, backend: Backend, ctx: Rend
     return len(manifests) if backend.in_sync(tenant.owner, manifests) else None  # type: ignore[attr-defined]
 
 
-def _chunks(items: list[int], size: int) -> Iterator[list[int]]:
+def _chunks(items: list[T], size: int) -> Iterator[list[T]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
 
@@ -90,11 +92,10 @@ def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet rec
         result.deferred = list(Tenant.objects.live().order_by("pk").values_list("pk", flat=True))
         return result
     ctx = RenderContext.from_settings()  # once per pass, not once per tenant
-    dirty: list[int] = []
+    dirty: list[int] = []  # in pk order, like `tenants`
     tenants = list(Tenant.objects.live().order_by("pk"))
     views: dict[int, TenantView] = {}
-    for start in range(0, len(tenants), VIEW_CHUNK):
-        chunk = tenants[start : start + VIEW_CHUNK]
+    for chunk in _chunks(tenants, VIEW_CHUNK):
         try:
             views.update(reconcile.tenant_views(chunk))  # a few queries per chunk, not per tenant
         except Exception:
@@ -111,7 +112,6 @@ def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet rec
             dirty.append(tenant.pk)
         else:
             result.clean[tenant.slug] = objects
-    dirty.sort()
     if result.clean:
         Tenant.objects.filter(slug__in=result.clean.keys()).update(last_reconciled_at=timezone.now())
     batch = getattr(backend, "batch", None)
