@@ -81,8 +81,9 @@ def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet rec
     """One pass over the platform and every live tenant. One tenant failing never stops the rest."""
     backend = backend or get_backend()
     result = FleetPass()
+    ctx = RenderContext.from_settings()  # once per pass (the platform's render too), not once per tenant
     try:
-        result.platform = reconcile.reconcile_platform(backend)
+        result.platform = reconcile.reconcile_platform(backend, ctx)
     except InfraError as exc:
         result.errors.append(f"platform: {exc}")
     except Exception as exc:  # the platform failing must not stop tenants from being repaired
@@ -91,7 +92,6 @@ def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet rec
     if getattr(backend, "in_sync", None) is None:
         result.deferred = list(Tenant.objects.live().order_by("pk").values_list("pk", flat=True))
         return result
-    ctx = RenderContext.from_settings()  # once per pass, not once per tenant
     dirty: list[int] = []  # in pk order, like `tenants`
     tenants = list(Tenant.objects.live().order_by("pk"))
     views: dict[int, TenantView] = {}

@@ -72,6 +72,8 @@ def tenant_views(tenants: list[Tenant]) -> dict[int, TenantView]:
         for tenant in tenants:
             extras[tenant.pk].update(loaded[tenant.pk])
     return {t.pk: TenantView.of(t, **extras[t.pk]) for t in tenants}
+
+
 # Functions (tenant -> condition dict) whose conditions a successful apply records on the tenant.
 CONDITION_PROVIDERS: list = []
 
@@ -108,7 +110,8 @@ def reconcile_tenant(
         generation = tenant.generation
         if view is None or view != TenantView.of(tenant, **view.extra):
             view = tenant_view(tenant)
-        manifests = render_tenant(view, ctx or RenderContext.from_settings())
+        ctx = ctx or RenderContext.from_settings()  # platform-wide inputs (the catalog): loaded once
+        manifests = render_tenant(view, ctx)
         problems = get_schema_registry().validate(manifests)
         if problems:
             # Never write an object the cluster would reject or silently prune.
@@ -124,10 +127,10 @@ def reconcile_tenant(
         try:
             if tenant.phase == Phase.APPROVED:
                 # A first tenant needs the platform's shared objects (chart repositories, flavors) too.
-                reconcile_platform(backend)
+                reconcile_platform(backend, ctx)
             if teardown:
                 # Ordered and resumable: stop admission, vCluster, policies, OpenBao, namespace last.
-                result = teardown_tenant(tenant, backend, view, ctx or RenderContext.from_settings(), message)
+                result = teardown_tenant(tenant, backend, view, ctx, message)
             else:
                 result = backend.apply(tenant.owner, manifests, message=message)
                 tenant.conditions = _merge_condition(tenant.conditions, _secrets_condition(tenant.slug, backend))
@@ -182,9 +185,9 @@ def _finish(tenant: Tenant, phase: str, conditions: list[dict], action: str, **f
             record(action, tenant, before=before, after=tenant.snapshot(), tenant_slug=tenant.slug)
 
 
-def reconcile_platform(backend: Backend | None = None) -> ApplyResult:
+def reconcile_platform(backend: Backend | None = None, ctx: RenderContext | None = None) -> ApplyResult:
     backend = backend or get_backend()
-    manifests = render_platform(RenderContext.from_settings())
+    manifests = render_platform(ctx or RenderContext.from_settings())
     problems = get_schema_registry().validate(manifests)
     if problems:
         raise PermanentError("platform manifests are invalid: " + "; ".join(map(str, problems[:20])))
