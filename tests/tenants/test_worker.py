@@ -27,6 +27,16 @@ def wait_for_tenant(tenant_id: int, log: Path, timeout: float = 60, **expected) 
     raise AssertionError(f"tenant never reached {expected}; worker log:\n{log.read_text()[-4000:]}")
 
 
+def wait_for_log(log: Path, *needles: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = log.read_text()
+        if all(needle in text for needle in needles):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"worker never logged {needles}; worker log:\n{log.read_text()[-4000:]}")
+
+
 def git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout
 
@@ -47,9 +57,9 @@ def test_request_approve_update_delete_through_a_real_worker(gitops_repo: Path, 
             # A second reconcile, delivered twice, makes no commit.
             from tenants.tasks import reconcile_tenant
 
-            reconcile_tenant.delay(tenant.pk)
-            reconcile_tenant.delay(tenant.pk)
-            time.sleep(1.5)
+            deliveries = [reconcile_tenant.delay(tenant.pk), reconcile_tenant.delay(tenant.pk)]
+            # Both have run (the worker logs each outcome), not merely "some time has passed".
+            wait_for_log(log, *(f"[{d.id}] succeeded" for d in deliveries))
             wait_for_tenant(tenant.pk, log, phase=Phase.READY)
             assert int(git(gitops_repo, "rev-list", "--count", "HEAD")) == commits
 
