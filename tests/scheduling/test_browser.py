@@ -11,7 +11,6 @@ runs an asyncio loop in this thread, inside which Django refuses ORM calls).
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,14 +18,11 @@ import pytest
 from scheduling import actions
 from scheduling.models import Quota, QuotaChangeRequest
 from tenants import reconcile
+from tests.gitops.helpers import git
 from tests.support import factories
 from tests.support.browser import browser_page, sign_in, sign_out
 
 pytestmark = [pytest.mark.service, pytest.mark.django_db(transaction=True)]
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout
 
 
 def test_quota_request_reviewed_in_a_real_browser(live_server, eager_tasks, gitops_repo: Path,

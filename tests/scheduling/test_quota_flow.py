@@ -3,9 +3,6 @@ one commit touching only the tenant's files; reject leaves main unchanged."""
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
 import pytest
 from rest_framework.test import APIClient
 
@@ -14,13 +11,10 @@ from scheduling import actions
 from scheduling.models import Quota, QuotaChangeRequest
 from tenants import actions as tenant_actions
 from tenants import reconcile
+from tests.gitops.helpers import git
 from tests.support import factories
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout
 
 
 def client_for(user) -> APIClient:

@@ -4,7 +4,6 @@ only the tenant's files, then a reconcile that changes nothing) and delete it on
 
 from __future__ import annotations
 
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -16,14 +15,11 @@ from scheduling import actions
 from scheduling.models import QuotaChangeRequest
 from tenants import actions as tenant_actions
 from tenants.models import Phase, Tenant
+from tests.gitops.helpers import git
 from tests.support import factories
 from tests.support.celery_worker import celery_worker
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.service]
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout
 
 
 def wait(what: str, check: Callable[[], bool], log: Path, timeout: float = 60) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 import time
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import pytest
 from gpufleet.celery import app
 from tenants import actions
 from tenants.models import Phase, Tenant
+from tests.gitops.helpers import git
 from tests.support import factories
 from tests.support.celery_worker import celery_worker
 
@@ -35,10 +35,6 @@ def wait_for_log(log: Path, *needles: str, timeout: float = 60) -> None:
             return
         time.sleep(0.2)
     raise AssertionError(f"worker never logged {needles}; worker log:\n{log.read_text()[-4000:]}")
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout
 
 
 def test_request_approve_update_delete_through_a_real_worker(gitops_repo: Path, tmp_path: Path) -> None:
