@@ -1,4 +1,4 @@
-"""Finding real components, and what to do when one is missing.
+"""Finding real components, what to do when one is missing, and running the ones that are servers.
 
 On a developer's machine a missing part skips the test with the reason. In CI (`.ci/run` sets
 GPUFLEET_REQUIRE_SERVICES=1) the same absence is a failure: CI installs everything, so a skip there
