@@ -341,8 +341,9 @@ def check_quota(tenant: Tenant, flavor: Any, nominal: Any, borrowing_limit: Any,
     if row is None:
         errors["flavor"] = [f"unknown flavor {flavor!r}"]
     elif row.mode not in allowed_modes(tenant):
-        errors["flavor"] = [f"'{row.name}' is a {row.mode} flavor; a {tenant.trust_level} tenant may use only "
-                            f"{', '.join(sorted(allowed_modes(tenant)))} flavors"]
+        allowed = ", ".join(sorted(allowed_modes(tenant)))
+        errors["flavor"] = [f"'{row.name}' is a {row.mode} flavor; tenants of trust level {tenant.trust_level} "
+                            f"may use only {allowed} flavors"]
     n = validation.count(nominal, "nominal", errors)
     borrow = validation.count(borrowing_limit, "borrowing_limit", errors, optional=True)
     lend = validation.count(lending_limit, "lending_limit", errors, optional=True)
