@@ -1,10 +1,12 @@
 from django.urls import path, re_path
+from django.views.generic import RedirectView
 
 from . import views
 
 app_name = "billing"
 
 urlpatterns = [
+    path("", RedirectView.as_view(pattern_name="billing:invoice-list", permanent=False), name="index"),
     path("usage/<slug:slug>/", views.usage, name="usage"),
     path("invoices/", views.invoice_list, name="invoice-list"),
     path("invoices/<int:pk>/", views.invoice_detail, name="invoice-detail"),

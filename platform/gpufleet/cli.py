@@ -27,7 +27,6 @@ def main(argv: list[str] | None = None) -> None:
         "--help",
         "-h",
     }:
-        settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
         call_command("migrate", interactive=False, verbosity=0)
     execute_from_command_line(argv)
 

@@ -4,6 +4,9 @@ from .base import *  # noqa: F403
 from .base import VAR_DIR, env, env_bool
 
 DEBUG = env_bool("DEBUG", True)
+# The embedded demo keeps its SQLite file and GitOps repository here; make it on first use, whichever
+# entry point (gpufleet script, manage.py, celery) starts first.
+VAR_DIR.mkdir(parents=True, exist_ok=True)
 # The demo worker is in-process: a task runs inside the request that enqueued it, after commit.
 CELERY_TASK_ALWAYS_EAGER = True
 CELERY_BROKER_URL = env("CELERY_BROKER_URL", "memory://")

@@ -1,0 +1,21 @@
+"""Every area of the portal is reachable from the navigation and the tenant page."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support import factories
+
+pytestmark = pytest.mark.django_db
+
+
+def test_billing_is_in_the_nav_and_billing_root_redirects(client):
+    alice = factories.user("alice")
+    tenant = factories.tenant("acme", owner=alice)
+    client.force_login(alice)
+    home = client.get("/").content.decode()
+    assert 'href="/billing/invoices/"' in home
+    assert client.get("/billing/").headers["Location"] == "/billing/invoices/"
+    detail = client.get(f"/tenants/{tenant.slug}/").content.decode()
+    assert f'href="/billing/usage/{tenant.slug}/"' in detail
+    assert client.get(f"/billing/usage/{tenant.slug}/").status_code == 200
