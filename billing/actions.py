@@ -14,7 +14,6 @@ from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Sum
 from django.db.models.functions import TruncDay
 from django.utils import timezone
 
@@ -26,6 +25,7 @@ from tenants.models import Tenant
 from . import conf, invoicing
 from .models import Invoice, InvoiceCounter, InvoiceLine, Price, UsageCollection, UsageRecord
 from .periods import check_currency, parse_period, period_bounds
+from .sums import ExactSum
 
 HOUR = timedelta(hours=1)
 
@@ -282,7 +282,7 @@ def _usage_rows(tenant_ids: Iterable[int], start: datetime, end: datetime) -> di
     grain pricing needs (and 24x fewer rows than hours). One query for every tenant drafted."""
     qs = (UsageRecord.objects.filter(tenant_id__in=list(tenant_ids), hour__gte=start, hour__lt=end)
           .annotate(day=TruncDay("hour", tzinfo=UTC)).values("tenant_id", "flavor_id", "flavor__name", "day")
-          .annotate(u=Sum("unit_seconds"), g=Sum("gpu_equivalent_seconds")).order_by("day", "flavor_id"))
+          .annotate(u=ExactSum("unit_seconds"), g=ExactSum("gpu_equivalent_seconds")).order_by("day", "flavor_id"))
     out: dict[int, list[invoicing.UsageRow]] = defaultdict(list)
     for r in qs:
         out[r["tenant_id"]].append(invoicing.UsageRow(r["flavor_id"], r["flavor__name"], r["day"], r["u"], r["g"]))
@@ -316,7 +316,8 @@ def _billed_earlier(tenant: Tenant, period: date, currency: str) -> list[invoici
         measured = {
             row["flavor_id"]: (row["s"], row["g"], row["flavor__name"])
             for row in UsageRecord.objects.filter(tenant=tenant, hour__gte=start, hour__lt=end)
-            .values("flavor_id", "flavor__name").annotate(s=Sum("unit_seconds"), g=Sum("gpu_equivalent_seconds"))
+            .values("flavor_id", "flavor__name")
+            .annotate(s=ExactSum("unit_seconds"), g=ExactSum("gpu_equivalent_seconds"))
         }
         for flavor_id in sorted(set(billed) | set(measured)):
             m_s, m_g, name = measured.get(flavor_id, (Decimal(0), Decimal(0), ""))
@@ -339,7 +340,7 @@ def _billed_earlier(tenant: Tenant, period: date, currency: str) -> list[invoici
 def _fleet_idle(start: datetime, end: datetime) -> tuple[Decimal, Decimal]:
     """Fleet GPU-equivalent seconds used and offered in the window (flavors partition the fleet)."""
     used = UsageRecord.objects.filter(hour__gte=start, hour__lt=end).aggregate(
-        g=Sum("gpu_equivalent_seconds"))["g"] or Decimal(0)
+        g=ExactSum("gpu_equivalent_seconds"))["g"] or Decimal(0)
     seconds = Decimal(int((end - start).total_seconds()))
     capacity = sum((f.capacity * f.weight * seconds for f in Flavor.objects.all()), Decimal(0))
     return used, capacity

@@ -122,13 +122,12 @@ def rows(measured: Mapping[str, Measured], opencost: Mapping[str, OpenCostView] 
 
 def measured_by_tenant(start: Any, end: Any) -> dict[str, Measured]:
     """Measured GPU-equivalent seconds per tenant and flavor mode in [start, end) (reads the DB)."""
-    from django.db.models import Sum
-
     from .models import UsageRecord
+    from .sums import ExactSum
 
     out: dict[str, dict[str, Decimal]] = {}
     for row in (UsageRecord.objects.filter(hour__gte=start, hour__lt=end)
-                .values("tenant__slug", "flavor__mode").annotate(g=Sum("gpu_equivalent_seconds"))):
+                .values("tenant__slug", "flavor__mode").annotate(g=ExactSum("gpu_equivalent_seconds"))):
         out.setdefault(row["tenant__slug"], {})[row["flavor__mode"]] = row["g"]
     return {slug: Measured(**{k: v for k, v in modes.items() if k in ("whole", "mig", "hami")})
             for slug, modes in out.items()}

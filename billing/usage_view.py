@@ -7,10 +7,10 @@ from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Sum
 from django.db.models.functions import TruncDay
 
 from .periods import period_bounds
+from .sums import ExactSum
 
 
 def daily_usage(records: Any, tenant_id: int, period: date) -> dict[str, Any]:
@@ -19,7 +19,7 @@ def daily_usage(records: Any, tenant_id: int, period: date) -> dict[str, Any]:
     start, end = period_bounds(period)
     rows = (records.filter(tenant_id=tenant_id, hour__gte=start, hour__lt=end)
             .annotate(day=TruncDay("hour")).values("day", "flavor__name")
-            .annotate(u=Sum("unit_seconds"), g=Sum("gpu_equivalent_seconds")).order_by("day", "flavor__name"))
+            .annotate(u=ExactSum("unit_seconds"), g=ExactSum("gpu_equivalent_seconds")).order_by("day", "flavor__name"))
     days = [(start + timedelta(days=i)).date() for i in range((end - start).days)]
     out = [{"day": r["day"].date().isoformat(), "flavor": r["flavor__name"], "unit_seconds": r["u"],
             "gpu_equivalent_seconds": r["g"]} for r in rows]

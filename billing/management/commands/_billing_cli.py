@@ -8,9 +8,9 @@ from decimal import Decimal
 from typing import Any
 
 from django.core.management.base import CommandError
-from django.db.models import Sum
 
 from billing.models import UsageRecord
+from billing.sums import ExactSum
 from tenants.errors import ActionError
 
 
@@ -37,7 +37,7 @@ def dumps(data: Any) -> str:
 
 def usage_by_flavor(tenant_slug: str, start: datetime, end: datetime) -> list[dict[str, Any]]:
     rows = (UsageRecord.objects.filter(tenant__slug=tenant_slug, hour__gte=start, hour__lt=end)
-            .values("flavor__name").annotate(u=Sum("unit_seconds"), g=Sum("gpu_equivalent_seconds"))
+            .values("flavor__name").annotate(u=ExactSum("unit_seconds"), g=ExactSum("gpu_equivalent_seconds"))
             .order_by("flavor__name"))
     return [{"flavor": r["flavor__name"], "unit_seconds": r["u"], "gpu_equivalent_seconds": r["g"]} for r in rows]
 
