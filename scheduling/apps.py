@@ -19,3 +19,4 @@ class SchedulingConfig(AppConfig):
         from . import inputs_many  # batch loaders for fleet-wide passes (gitops-sync)
 
         inputs_many.register()
+        from . import demo  # noqa: F401  (registers the demo fleet's catalog seeder)

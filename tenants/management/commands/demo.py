@@ -9,6 +9,7 @@ from django.db import transaction
 from gpufleet.accounts.roles import PLATFORM_ADMIN, set_platform_roles
 from gpufleet.audit.context import acting
 from tenants import actions
+from tenants.demo import SEEDERS
 from tenants.models import Membership, Tenant
 
 DEMO_PASSWORD = "gpufleet-demo"
@@ -41,6 +42,7 @@ class Command(BaseCommand):
                         user.save()
                     set_platform_roles(user, spec["roles"])
                     users[name] = user
+            tenants = {}
             for slug, display_name, trust, owner, approved in DEMO_TENANTS:
                 tenant = Tenant.objects.filter(slug=slug).first()
                 if tenant is None:
@@ -49,6 +51,9 @@ class Command(BaseCommand):
                     actions.add_member(tenant, users[owner], "owner")
                 if approved and tenant.phase == "requested":
                     actions.approve(tenant)
+                tenants[slug] = tenant
+            for seed in SEEDERS:  # the other apps' parts of the demo fleet (catalog, quotas, prices)
+                seed(users, tenants)
         self.stdout.write(
             "Demo data ready. Sign in at http://127.0.0.1:8000/login/ as "
             f"admin / {DEMO_PASSWORD} (platform admin) or alice / {DEMO_PASSWORD} (tenant owner)."

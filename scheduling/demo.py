@@ -1,0 +1,52 @@
+"""The demo fleet's GPU catalog: A100s as whole GPUs, MIG 3g.40gb instances and HAMi quarter shares,
+a Karpenter pool, a cohort, quotas by trust level and one inference endpoint per SLA tier."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tenants.demo import seeder
+
+from . import actions
+from .models import Cohort, Flavor, GpuModel, GpuNodePool, InferenceEndpoint, Quota
+
+FLAVORS = [
+    # name, mode, extra fields, capacity (units)
+    ("a100-whole", "whole", {}, 16),
+    ("a100-3g", "mig", {"mig_profile": "3g.40gb"}, 28),
+    ("a100-hami-25", "hami", {"memory_percent": 25, "cores_percent": 25}, 32),
+]
+QUOTAS = {
+    # tenant: [(flavor, nominal, borrowing limit, lending limit)]
+    "vision": [("a100-whole", 6, 4, 2), ("a100-3g", 8, None, 4), ("a100-hami-25", 12, None, None)],
+    "nlp-inference": [("a100-whole", 4, 2, 2), ("a100-3g", 10, 4, 6)],
+    "contractors": [("a100-whole", 2, 0, 0)],
+}
+ENDPOINTS = [
+    # tenant, name, model, tier
+    ("nlp-inference", "support-chat", "meta-llama/Llama-3.1-8B-Instruct", "critical"),
+    ("nlp-inference", "summarizer", "mistralai/Mistral-7B-Instruct-v0.3", "standard"),
+    ("vision", "nightly-captions", "llava-hf/llava-1.5-7b-hf", "batch"),
+]
+
+
+@seeder
+def seed_catalog(users: dict[str, Any], tenants: dict[str, Any]) -> None:
+    if not GpuModel.objects.filter(name="a100-80gb").exists():
+        actions.create_gpu_model("a100-80gb", "NVIDIA A100-SXM4-80GB", 81920)
+    for name, mode, extra, capacity in FLAVORS:
+        if not Flavor.objects.filter(name=name).exists():
+            actions.create_flavor(name, gpu_model="a100-80gb", mode=mode, capacity=capacity, **extra)
+    if not GpuNodePool.objects.filter(name="a100-pool").exists():
+        actions.create_node_pool("a100-pool", flavor="a100-whole", gpu_limit=16)
+    if not Cohort.objects.filter(name="research").exists():
+        actions.create_cohort("research")
+    for slug, rows in QUOTAS.items():
+        tenant = tenants[slug]
+        for flavor, nominal, borrowing, lending in rows:
+            if not Quota.objects.filter(tenant=tenant, flavor__name=flavor).exists():
+                actions.set_quota(tenant, flavor=flavor, nominal=nominal, borrowing_limit=borrowing,
+                                  lending_limit=lending)
+    for slug, name, model, tier in ENDPOINTS:
+        if not InferenceEndpoint.objects.filter(tenant=tenants[slug], name=name).exists():
+            actions.create_endpoint(tenants[slug], name, model=model, tier=tier)
