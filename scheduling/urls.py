@@ -1,10 +1,12 @@
 from django.urls import path
+from django.views.generic import RedirectView
 
 from . import pages
 
 app_name = "scheduling"
 
 urlpatterns = [
+    path("", RedirectView.as_view(pattern_name="scheduling:flavors", permanent=False), name="index"),
     path("flavors/", pages.flavors, name="flavors"),
     path("tenants/<slug:slug>/", pages.tenant_gpu, name="tenant-gpu"),
     path("requests/", pages.requests, name="requests"),

@@ -19,3 +19,6 @@ def test_billing_is_in_the_nav_and_billing_root_redirects(client):
     detail = client.get(f"/tenants/{tenant.slug}/").content.decode()
     assert f'href="/billing/usage/{tenant.slug}/"' in detail
     assert client.get(f"/billing/usage/{tenant.slug}/").status_code == 200
+    assert f'href="/gpu/tenants/{tenant.slug}/"' in detail
+    assert client.get(f"/gpu/tenants/{tenant.slug}/").status_code == 200
+    assert client.get("/gpu/").headers["Location"] == "/gpu/flavors/"
