@@ -4,18 +4,9 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from gpufleet.admin_readonly import ReadOnlyAdmin
+
 from .models import Invoice, InvoiceLine, Price, UsageCollection, UsageRecord
-
-
-class ReadOnly(admin.ModelAdmin):
-    def has_add_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
-        return False
 
 
 class LineInline(admin.TabularInline):
@@ -31,7 +22,7 @@ class LineInline(admin.TabularInline):
 
 
 @admin.register(Invoice)
-class InvoiceAdmin(ReadOnly):
+class InvoiceAdmin(ReadOnlyAdmin):
     list_display = ["number", "tenant", "period", "state", "total", "currency"]
     list_filter = ["state", "period", "currency"]
     search_fields = ["number", "tenant__slug"]
@@ -39,16 +30,16 @@ class InvoiceAdmin(ReadOnly):
 
 
 @admin.register(Price)
-class PriceAdmin(ReadOnly):
+class PriceAdmin(ReadOnlyAdmin):
     list_display = ["flavor", "currency", "per_unit_hour", "effective_from", "effective_to", "source"]
 
 
 @admin.register(UsageRecord)
-class UsageRecordAdmin(ReadOnly):
+class UsageRecordAdmin(ReadOnlyAdmin):
     list_display = ["tenant", "flavor", "hour", "unit_seconds", "gpu_equivalent_seconds"]
     list_filter = ["flavor"]
 
 
 @admin.register(UsageCollection)
-class UsageCollectionAdmin(ReadOnly):
+class UsageCollectionAdmin(ReadOnlyAdmin):
     list_display = ["window_start", "window_end", "collected_at", "records", "replaced"]

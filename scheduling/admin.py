@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from gpufleet.admin_readonly import ReadOnlyAdmin
+
 from .models import (
     Cohort,
     Flavor,
@@ -17,18 +19,6 @@ from .models import (
     TenantScheduling,
 )
 
-
-class ReadOnly(admin.ModelAdmin):
-    def has_add_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
-        return False
-
-
 for model in (GpuModel, Flavor, GpuNodePool, Cohort, PriorityClass, SlaTier, TenantScheduling, Quota,
               QuotaChangeRequest, InferenceEndpoint):
-    admin.site.register(model, ReadOnly)
+    admin.site.register(model, ReadOnlyAdmin)
