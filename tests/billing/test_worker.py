@@ -3,7 +3,6 @@ it collects the last settled hours, and running it again replaces rather than ad
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -17,20 +16,12 @@ from gpufleet.celery import app
 from scheduling.models import Flavor, GpuModel
 from tests.support import factories
 from tests.support.celery_worker import celery_worker
+from tests.support.celery_worker import wait_until as wait
 from tests.support.dcgm_series import Gpu, Hold, Timeline, lines
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.service]
 
 A100 = "NVIDIA A100 80GB PCIe"
-
-
-def wait(what, check, log: Path, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"never happened: {what}; worker log:\n{log.read_text()[-4000:]}")
 
 
 def test_hourly_collection_in_a_real_worker(victoria, monkeypatch, settings, gitops_repo: Path, tmp_path: Path):

@@ -4,8 +4,6 @@ only the tenant's files, then a reconcile that changes nothing) and delete it on
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,17 +16,9 @@ from tenants.models import Phase, Tenant
 from tests.gitops.helpers import git
 from tests.support import factories
 from tests.support.celery_worker import celery_worker
+from tests.support.celery_worker import wait_until as wait
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.service]
-
-
-def wait(what: str, check: Callable[[], bool], log: Path, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"never happened: {what}; worker log:\n{log.read_text()[-4000:]}")
 
 
 def test_propose_approve_reject_through_a_real_worker(gitops_repo: Path, tmp_path: Path) -> None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -53,3 +54,13 @@ def celery_worker(gitops_repo: Path, log_path: Path) -> Iterator[str]:
             "-Q", queue, "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "INFO"]
     with running(argv, log_path, grace=20, env=env, cwd=REPO):
         yield queue
+
+
+def wait_until(what: str, check: Callable[[], bool], log: Path, timeout: float = 60) -> None:
+    """Poll `check` until it holds; on timeout fail with the worker's log, which says why."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"never happened: {what}; worker log:\n{log.read_text()[-4000:]}")

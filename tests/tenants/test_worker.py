@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -12,29 +11,22 @@ from tenants import actions
 from tenants.models import Phase, Tenant
 from tests.gitops.helpers import git
 from tests.support import factories
-from tests.support.celery_worker import celery_worker
+from tests.support.celery_worker import celery_worker, wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.service]
 
 
 def wait_for_tenant(tenant_id: int, log: Path, timeout: float = 60, **expected) -> Tenant:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def reached() -> bool:
         tenant = Tenant.objects.get(pk=tenant_id)
-        if all(getattr(tenant, key) == value for key, value in expected.items()):
-            return tenant
-        time.sleep(0.2)
-    raise AssertionError(f"tenant never reached {expected}; worker log:\n{log.read_text()[-4000:]}")
+        return all(getattr(tenant, key) == value for key, value in expected.items())
+
+    wait_until(f"tenant reached {expected}", reached, log, timeout)
+    return Tenant.objects.get(pk=tenant_id)
 
 
 def wait_for_log(log: Path, *needles: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        text = log.read_text()
-        if all(needle in text for needle in needles):
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"worker never logged {needles}; worker log:\n{log.read_text()[-4000:]}")
+    wait_until(f"worker logged {needles}", lambda: all(n in log.read_text() for n in needles), log, timeout)
 
 
 def test_request_approve_update_delete_through_a_real_worker(gitops_repo: Path, tmp_path: Path) -> None:
