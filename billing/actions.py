@@ -15,8 +15,8 @@ from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models.functions import TruncDay
-from django.utils import timezone
 
+from gpufleet import clock
 from gpufleet.audit.record import record
 from scheduling.models import Flavor
 from tenants.errors import ActionError, Conflict
@@ -53,7 +53,7 @@ def _check_window(start: datetime, end: datetime) -> None:
             errors[name] = ["must be on a whole hour (usage is stored per hour)"]
     if not errors and end <= start:
         errors["end"] = ["must be after start"]
-    if not errors and end > timezone.now() + HOUR:
+    if not errors and end > clock.now() + HOUR:
         errors["end"] = ["is in the future"]
     if errors:
         raise ActionError(errors)
@@ -74,7 +74,7 @@ def store_usage_batches(start: datetime, end: datetime,
     _check_window(start, end)
     tenants = dict(Tenant.objects.values_list("slug", "id"))
     flavors = dict(Flavor.objects.values_list("name", "id"))
-    now = timezone.now()
+    now = clock.now()
     skipped: dict[str, set[str]] = defaultdict(set)
     seen: set[tuple[int, int, datetime]] = set()
     records, total = 0, Decimal(0)
@@ -187,7 +187,7 @@ def _decimal(value: Any, field: str, errors: dict[str, list[str]]) -> Decimal | 
 
 def _parse_date(value: Any, field: str, errors: dict[str, list[str]]) -> date | None:
     if value in (None, ""):
-        return timezone.now().date()
+        return clock.today()
     if isinstance(value, date):
         return value
     try:
@@ -347,7 +347,7 @@ def _fleet_idle(start: datetime, end: datetime) -> tuple[Decimal, Decimal]:
 
 
 def _check_period(period: date) -> None:
-    if period > timezone.now().date().replace(day=1):
+    if period > clock.this_month():
         raise ActionError({"period": [f"{period:%Y-%m} is in the future"]})
 
 
@@ -409,7 +409,7 @@ def _draft_one(tenant: Tenant, batch: _Batch, opencost: OpenCostFigures | None) 
     invoice.total = draft.total
     if opencost is not None:
         invoice.opencost_cost, invoice.opencost_gpu_hours = opencost.cost, opencost.gpu_hours
-    invoice.drafted_at = timezone.now()
+    invoice.drafted_at = clock.now()
     invoice.save()
     if live is not None:
         InvoiceLine.objects.filter(invoice=invoice)._raw_delete(InvoiceLine.objects.db)  # nothing refers to lines
@@ -509,7 +509,7 @@ def finalize(invoice_id: int) -> Invoice:
         if invoice.state == Invoice.State.VOID:
             raise Conflict(f"invoice {invoice.number} is void; reissue it instead")
         _, end = period_bounds(invoice.period)
-        now = timezone.now()
+        now = clock.now()
         if end > now:
             raise ActionError({"period": [f"{invoice.period_label} has not ended; it can be finalized from "
                                           f"{end.date().isoformat()}"]})
@@ -545,7 +545,7 @@ def void(invoice_id: int, reason: str) -> Invoice:
         if invoice.state != Invoice.State.FINALIZED:
             raise Conflict("only finalized invoices can be voided; a draft is simply redrafted")
         before = _snapshot(invoice)
-        invoice.state, invoice.voided_at, invoice.void_reason = Invoice.State.VOID, timezone.now(), reason.strip()
+        invoice.state, invoice.voided_at, invoice.void_reason = Invoice.State.VOID, clock.now(), reason.strip()
         invoice._transition = True  # type: ignore[attr-defined]
         invoice.save(update_fields=["state", "voided_at", "void_reason"])
         record("billing.invoice.void", invoice, before=before, after={**_snapshot(invoice), "reason": reason},

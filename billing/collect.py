@@ -11,8 +11,7 @@ import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
-from django.utils import timezone
-
+from gpufleet import clock
 from infra.metrics import MetricsClient
 from scheduling.models import Flavor
 from tenants.errors import ActionError
@@ -105,7 +104,7 @@ def _days(start: datetime, end: datetime) -> Iterator[tuple[datetime, datetime]]
 
 def recent_window(now: datetime | None = None) -> tuple[datetime, datetime]:
     """The last few whole hours whose numbers have settled (no later scrape can change them)."""
-    now = now or timezone.now()
+    now = now or clock.now()
     opts = options()
     end = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
     while metering.settles_at(end, scrape_interval=opts["scrape_interval"],  # type: ignore[arg-type]

@@ -9,8 +9,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.utils import timezone
-
+from gpufleet import clock
 from scheduling.models import Flavor
 from tenants.demo import seeder
 
@@ -34,7 +33,7 @@ def _last_month(now: datetime) -> tuple[datetime, datetime]:
 
 @seeder
 def seed_billing(users: dict[str, Any], tenants: dict[str, Any]) -> None:
-    start, end = _last_month(timezone.now())
+    start, end = _last_month(clock.now())
     currency = conf.text("GPUFLEET_BILLING_CURRENCY")  # invoices are drafted in the platform's currency
     for flavor, amount in PRICES.items():
         if Flavor.objects.filter(name=flavor).exists() and not Price.objects.filter(flavor__name=flavor).exists():

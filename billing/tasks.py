@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from celery import shared_task
-from django.utils import timezone
 
+from gpufleet import clock
 from gpufleet.audit.context import acting
 from infra.errors import TransientError
 
@@ -28,6 +28,6 @@ def collect_recent(self) -> int:  # type: ignore[no-untyped-def]
 def draft_previous_month() -> int:
     """On the 1st: draft every tenant's invoice for the month that just ended (finalizing is a human step)."""
     with acting(task="billing.draft_previous_month", user_id=None, token_id=None):
-        first = timezone.now().date().replace(day=1)
+        first = clock.this_month()
         previous = (first - timedelta(days=1)).replace(day=1)
         return len(actions.draft_all(previous, opencost=opencost_source.invoice_figures(previous)))

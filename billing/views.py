@@ -9,9 +9,9 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
-from django.utils import timezone
 from django.utils.safestring import mark_safe
 
+from gpufleet import clock
 from gpufleet.accounts.roles import is_billing_admin
 from infra.errors import PermanentError, TransientError
 from tenants.errors import ActionError
@@ -26,7 +26,7 @@ GPU_HOURS_QUANTUM = Decimal("0.001")
 
 
 def _period(request: HttpRequest):  # type: ignore[no-untyped-def]
-    value = request.GET.get("period") or timezone.now().strftime("%Y-%m")
+    value = request.GET.get("period") or clock.now().strftime("%Y-%m")
     try:
         return parse_period(value)
     except ActionError as exc:

@@ -13,8 +13,8 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.db.models import F, Sum
-from django.utils import timezone
 
+from gpufleet import clock
 from gpufleet.audit.record import record
 from tenants.errors import ActionError, Conflict
 from tenants.models import FINAL_PHASES, LIVE_PHASES, Phase, Tenant
@@ -441,7 +441,7 @@ def approve_quota_change(request: QuotaChangeRequest, *, reviewer: Any = None, c
         request.state = QuotaChangeRequest.State.APPROVED
         request.reviewed_by = reviewer if getattr(reviewer, "pk", None) else None
         request.review_comment = comment
-        request.reviewed_at = timezone.now()
+        request.reviewed_at = clock.now()
         request.save(update_fields=["state", "reviewed_by", "review_comment", "reviewed_at"])
         record("quota_request.approve", request, before=before, after={**request.spec(), "comment": comment},
                tenant_slug=tenant.slug)
@@ -456,7 +456,7 @@ def reject_quota_change(request: QuotaChangeRequest, *, reviewer: Any = None, co
         request.state = QuotaChangeRequest.State.REJECTED
         request.reviewed_by = reviewer if getattr(reviewer, "pk", None) else None
         request.review_comment = comment
-        request.reviewed_at = timezone.now()
+        request.reviewed_at = clock.now()
         request.save(update_fields=["state", "reviewed_by", "review_comment", "reviewed_at"])
         record("quota_request.reject", request, after={**request.spec(), "comment": comment},
                tenant_slug=request.tenant.slug)

@@ -15,8 +15,8 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
-from django.utils import timezone
 
+from gpufleet import clock
 from gpufleet.audit.context import acting
 from infra.backend import ApplyResult, Backend
 from tenants.backends import get_backend
@@ -51,7 +51,7 @@ class _Tally:
 def sync_fleet(backend: Backend | None = None) -> SyncRun:
     """One full pass. Never raises for a single owner's failure; the run row says what happened."""
     backend = backend or get_backend()
-    run = SyncRun.objects.create(started=timezone.now(), backend=getattr(backend, "name", ""))
+    run = SyncRun.objects.create(started=clock.now(), backend=getattr(backend, "name", ""))
     tally = _Tally()
     state = SyncRun.State.OK
     try:
@@ -80,7 +80,7 @@ def sync_fleet(backend: Backend | None = None) -> SyncRun:
         raise
     finally:
         SyncRun.objects.filter(pk=run.pk).update(
-            finished=timezone.now(),
+            finished=clock.now(),
             state=state,
             owners=tally.owners,
             objects_checked=tally.checked,

@@ -10,6 +10,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from gpufleet import clock
 from gpufleet.audit.record import record
 
 from .errors import ActionError, Conflict
@@ -229,12 +230,11 @@ def sync_oidc_memberships(user: Any, wanted: dict[str, str]) -> None:
 
 
 def _condition(type_: str, status: str, reason: str, message: str) -> dict[str, str]:
-    from django.utils import timezone
 
     return {
         "type": type_,
         "status": status,
         "reason": reason,
         "message": message,
-        "lastTransitionTime": timezone.now().isoformat(),
+        "lastTransitionTime": clock.now().isoformat(),
     }

@@ -19,8 +19,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from django.utils import timezone
-
+from gpufleet import clock
 from infra.backend import ApplyResult, Backend
 from infra.errors import InfraError, TransientError
 from infra.manifests import digest
@@ -113,7 +112,7 @@ def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet rec
         else:
             result.clean[tenant.slug] = objects
     if result.clean:
-        Tenant.objects.filter(slug__in=result.clean.keys()).update(last_reconciled_at=timezone.now())
+        Tenant.objects.filter(slug__in=result.clean.keys()).update(last_reconciled_at=clock.now())
     batch = getattr(backend, "batch", None)
     for chunk in _chunks(dirty, CHUNK):
         scope: AbstractContextManager[None] = (

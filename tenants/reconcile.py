@@ -10,8 +10,8 @@ import logging
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.utils import timezone
 
+from gpufleet import clock
 from gpufleet.audit.record import record
 from infra.backend import ApplyResult, Backend
 from infra.errors import PermanentError, TransientError
@@ -160,7 +160,7 @@ def reconcile_tenant(
             observed_generation=generation,
             applied_digest=digest(manifests),
             applied_objects=[ref(m).key for m in manifests],
-            last_reconciled_at=timezone.now(),
+            last_reconciled_at=clock.now(),
         )
         return Outcome(tenant.slug, phase, result)
 

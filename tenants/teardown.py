@@ -24,8 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from django.utils import timezone
-
+from gpufleet import clock
 from infra.backend import ApplyResult, Backend
 from infra.errors import PermanentError, TransientError
 from infra.manifests import Manifest, ObjectRef
@@ -163,7 +162,7 @@ def _record(tenant: Tenant, condition: dict[str, Any]) -> None:
     """Persist one condition now (autocommit): progress must survive a crash in the next step."""
     from .reconcile import _merge_condition
 
-    condition = {**condition, "lastTransitionTime": timezone.now().isoformat()}
+    condition = {**condition, "lastTransitionTime": clock.now().isoformat()}
     tenant.conditions = _merge_condition(list(tenant.conditions), condition)
     Tenant.objects.filter(pk=tenant.pk).update(conditions=tenant.conditions)
 

@@ -11,7 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 from django.apps import apps
-from django.utils import timezone
+
+from gpufleet import clock
 
 from . import policy
 
@@ -48,4 +49,4 @@ def gpu_modes_condition(tenant: Any) -> dict[str, str]:
     else:
         status, reason, message = "True", "AllAllowed", f"trust level {tenant.trust_level} allows {allowed}"
     return {"type": CONDITION, "status": status, "reason": reason, "message": message,
-            "lastTransitionTime": timezone.now().isoformat()}
+            "lastTransitionTime": clock.now().isoformat()}

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.clock import pinned
 from tests.support.victoriametrics import VictoriaMetrics
 
 
@@ -15,3 +16,15 @@ def victoria(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VictoriaMetri
     vm = VictoriaMetrics.start(Path(tmp_path_factory.mktemp("billing-victoria-metrics")))
     yield vm
     vm.stop()
+
+
+@pytest.fixture(autouse=True)
+def _billing_clock(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Billing tests run at a pinned instant (mid-November 2026) that their fixed periods are laid out
+    around, whatever the date of the run. A test that drives a real worker or TSDB, which keep the
+    real clock, opts out with ``@pytest.mark.real_clock`` and computes its dates relative to now."""
+    if request.node.get_closest_marker("real_clock"):
+        yield
+        return
+    with pinned():
+        yield

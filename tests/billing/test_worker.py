@@ -19,7 +19,7 @@ from tests.support.celery_worker import celery_worker
 from tests.support.celery_worker import wait_until as wait
 from tests.support.dcgm_series import Gpu, Hold, Timeline, lines
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.service]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.service, pytest.mark.real_clock]
 
 A100 = "NVIDIA A100 80GB PCIe"
 

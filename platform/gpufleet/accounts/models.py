@@ -7,7 +7,8 @@ import secrets
 
 from django.conf import settings
 from django.db import models
-from django.utils import timezone
+
+from gpufleet import clock
 
 TOKEN_PREFIX = "gpf_"
 
@@ -19,7 +20,7 @@ def hash_secret(secret: str) -> str:
 
 class ApiTokenQuerySet(models.QuerySet):
     def active(self) -> ApiTokenQuerySet:
-        now = timezone.now()
+        now = clock.now()
         return self.filter(revoked_at__isnull=True).filter(
             models.Q(expires_at__isnull=True) | models.Q(expires_at__gt=now)
         )
@@ -57,7 +58,7 @@ class ApiToken(models.Model):
     def is_active(self) -> bool:
         if self.revoked_at is not None:
             return False
-        return self.expires_at is None or self.expires_at > timezone.now()
+        return self.expires_at is None or self.expires_at > clock.now()
 
 
 from .models_oidc import OIDCIdentity  # noqa: E402  (register the model with the app)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
+
+from gpufleet import clock
 
 from .models import TOKEN_PREFIX, ApiToken, hash_secret
 
@@ -32,7 +33,7 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         )
         if token is None or not token.user.is_active:
             raise exceptions.AuthenticationFailed("invalid, expired or revoked API token")
-        now = timezone.now()
+        now = clock.now()
         if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
             ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         return token.user, token

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from django.db import transaction
-from django.utils import timezone
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from gpufleet import clock
 from gpufleet.accounts.models import ApiToken
 from gpufleet.api.viewsets import AuditActorMixin
 from gpufleet.audit.record import record
@@ -22,7 +22,7 @@ class ApiTokenSerializer(serializers.ModelSerializer):
         read_only_fields = ["id", "prefix", "created", "last_used_at", "revoked_at", "active"]
 
     def validate_expires_at(self, value):  # type: ignore[no-untyped-def]
-        if value is not None and value <= timezone.now():
+        if value is not None and value <= clock.now():
             raise serializers.ValidationError("must be in the future")
         return value
 
@@ -56,7 +56,7 @@ class ApiTokenViewSet(
         token = self.get_object()
         with transaction.atomic():
             if token.revoked_at is None:
-                token.revoked_at = timezone.now()
+                token.revoked_at = clock.now()
                 token.save(update_fields=["revoked_at"])
                 record("token.revoke", token, after={"name": token.name, "prefix": token.prefix})
         return Response(status=status.HTTP_204_NO_CONTENT)

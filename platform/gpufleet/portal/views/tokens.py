@@ -10,9 +10,9 @@ from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from gpufleet import clock
 from gpufleet.accounts.models import ApiToken
 from gpufleet.audit.record import record
 
@@ -30,7 +30,7 @@ def _validate(form: ApiTokenForm) -> None:
     elif len(name) > NAME_MAX:
         form.add_error("name", f"must be at most {NAME_MAX} characters")
     expires_at = form.cleaned_data.get("expires_at")
-    if expires_at is not None and expires_at <= timezone.now():
+    if expires_at is not None and expires_at <= clock.now():
         form.add_error("expires_at", "must be in the future")
 
 
@@ -64,7 +64,7 @@ def token_revoke(request: HttpRequest, pk: int) -> HttpResponse:
     token = get_object_or_404(ApiToken.objects.for_user(request.user), pk=pk)
     with transaction.atomic():
         if token.revoked_at is None:
-            token.revoked_at = timezone.now()
+            token.revoked_at = clock.now()
             token.save(update_fields=["revoked_at"])
             record("token.revoke", token, after={"name": token.name, "prefix": token.prefix})
     messages.success(request, f"Token “{token.name}” revoked; it stops working immediately.")
