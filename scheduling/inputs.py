@@ -39,6 +39,19 @@ class FlavorSpec:
     def resource(self) -> str:
         return self.resources[0]
 
+    @property
+    def kai_units(self) -> int:
+        """What KAI charges a queue's `gpu` for one unit of this flavor: 1 for a whole GPU, the compute
+        slices for a MIG instance (KAI v0.13.0 sums MIG scalars into its GPU count by their `<n>g`,
+        pkg/scheduler/api/resource_info, see kai-scheduler/KAI-Scheduler#987), and 0 for HAMi, whose
+        pods KAI never sees (hami-scheduler binds them)."""
+        if self.mode == catalog.WHOLE:
+            return 1
+        if self.mode == catalog.MIG:
+            match = catalog.MIG_PROFILE.match(self.mig_profile)
+            return int(match["slices"]) if match else 0
+        return 0
+
     def per_unit(self, resource: str) -> int:
         """Amount of `resource` one unit of this flavor requests (HAMi percentages per vGPU)."""
         if resource == catalog.HAMI_CORES:
@@ -80,6 +93,8 @@ class Catalog:
     business_timezone: str = "UTC"
     node_class_group: str = "karpenter.k8s.aws"
     node_class_kind: str = "EC2NodeClass"
+    # Kueue's Configuration.fairSharing is on (GPUFLEET_KUEUE_FAIR_SHARING); off = classical preemption.
+    fair_sharing: bool = False
 
     def flavor(self, name: str) -> FlavorSpec | None:
         return next((f for f in self.flavors if f.name == name), None)
@@ -171,6 +186,7 @@ def load_catalog() -> dict[str, Catalog]:
             business_timezone=settings.GPUFLEET_BUSINESS_TIMEZONE,
             node_class_group=settings.GPUFLEET_KARPENTER_NODE_CLASS_GROUP,
             node_class_kind=settings.GPUFLEET_KARPENTER_NODE_CLASS_KIND,
+            fair_sharing=settings.GPUFLEET_KUEUE_FAIR_SHARING,
         )
     }
 

@@ -3,16 +3,23 @@
 Platform-owned (cluster-wide): ResourceFlavors, Cohorts, WorkloadPriorityClasses, Topologies, the KAI
 cohort queues and Karpenter NodePools. Tenant-owned: the tenant's ClusterQueue and KAI Queue
 (cluster-scoped but carrying the tenant label, so a quota change touches only the tenant's files),
-the `default` LocalQueue and the KEDA ScaledObjects in the tenant namespace.
+the `gpu` LocalQueue, the Kyverno policies that route GPU pods to it (and to KAI) and restrict priority
+classes, and the KEDA ScaledObjects in the tenant namespace; and the GPU keys of the tenant's backstop
+ResourceQuota (tenants.render.QUOTA_HARD_HOOKS).
+
+How a pod travels through these objects (and why each is shaped as it is) is in docs/scheduling.md and
+proven step by step in tests/journey.
 """
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal
 from typing import Any
 
 from infra.manifests import Manifest
 from tenants.render import (
+    QUOTA_HARD_HOOKS,
     RenderContext,
     TenantView,
     metadata,
@@ -21,6 +28,8 @@ from tenants.render import (
     tenant_section,
 )
 
+from . import routing
+from .defaults import PRIORITY_CLASSES
 from .inputs import Catalog, EndpointSpec, FlavorSpec, QuotaSpec, TenantScheduling
 from .policy import modes_of_view
 
@@ -31,6 +40,19 @@ KARPENTER = "karpenter.sh/v1"
 KEDA = "keda.sh/v1alpha1"
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
 KAI_QUEUE_LABEL = "kai.scheduler/queue"
+# The tenant's only LocalQueue. Not `default`: Kueue's LocalQueueDefaulting (GA in v0.19) would put
+# every pod and StatefulSet of the namespace in a queue named `default` -- the vCluster control plane
+# included. Pods reach `gpu` only through the routing policy below (GPU pods) or by naming it.
+LOCAL_QUEUE = "gpu"
+# Kueue's default quotaCheckStrategy (BlockUndeclared) refuses a workload asking for a resource its
+# ClusterQueue does not cover, and every GPU pod asks for cpu and memory; v0.19.2's ClusterQueue has no
+# per-queue switch (no such field in kueue.x-k8s.io_clusterqueues.yaml), so cpu/memory are covered in a
+# group of their own, on a flavor with no node labels (it constrains nothing but quota).
+HOST_FLAVOR = "gpufleet-host"
+# A GPU's share of its node, what the cpu/memory quota grants per GPU-equivalent the tenant may hold:
+# an 8-GPU H100 node (p5.48xlarge) has 192 vCPUs and 2 TiB, i.e. 24 vCPUs and 256 GiB per GPU.
+CPU_PER_GPU = 24
+MEMORY_GIB_PER_GPU = 256
 # Metric refused as a scaling signal: DCGM's GPU_UTIL is a duty cycle (any kernel running), not load.
 REFUSED_METRICS = ("DCGM_FI_DEV_GPU_UTIL",)
 
@@ -93,8 +115,9 @@ def cohort_names(cat: Catalog) -> list[tuple[str, str, Decimal]]:
     return sorted(cohorts)
 
 
-def render_cohort(name: str, parent: str, weight: Decimal) -> Manifest:
-    spec: dict[str, Any] = {"fairSharing": {"weight": quantity(weight)}}
+def render_cohort(name: str, parent: str, weight: Decimal, cat: Catalog) -> Manifest:
+    # fairSharing.weight does nothing unless Kueue's Configuration enables fair sharing.
+    spec: dict[str, Any] = {"fairSharing": {"weight": quantity(weight)}} if cat.fair_sharing else {}
     if parent:
         spec["parentName"] = parent
     return {"apiVersion": KUEUE, "kind": "Cohort", "metadata": platform_metadata(name), "spec": spec}
@@ -103,9 +126,13 @@ def render_cohort(name: str, parent: str, weight: Decimal) -> Manifest:
 def kai_cohort_queue(name: str, parent: str, weight: Decimal) -> Manifest:
     # The parent carries no guarantee of its own (-1): its children's quotas are the guarantees, so a
     # tenant's quota change never rewrites a platform object.
+    # In KAI an omitted resource is a zero limit (every child pod OverLimit); cpu and memory are
+    # unlimited here, like KAI's own default-parent-queue example (examples/quickstart, v0.13.0).
     spec: dict[str, Any] = {
         "displayName": f"cohort {name}",
-        "resources": {"gpu": {"quota": -1, "limit": -1, "overQuotaWeight": number(weight)}},
+        "resources": {"gpu": {"quota": -1, "limit": -1, "overQuotaWeight": number(weight)},
+                      "cpu": {"quota": -1, "limit": -1, "overQuotaWeight": 1},
+                      "memory": {"quota": -1, "limit": -1, "overQuotaWeight": 1}},
     }
     if parent:
         spec["parentQueue"] = cohort_queue_name(parent)
@@ -150,8 +177,10 @@ def node_pool(pool: Any, cat: Catalog) -> Manifest:
 def render_platform_scheduling(ctx: RenderContext) -> list[Manifest]:
     cat = catalog_of(ctx)
     out: list[Manifest] = [resource_flavor(f, cat) for f in cat.flavors]
+    out.append({"apiVersion": KUEUE, "kind": "ResourceFlavor",
+                "metadata": platform_metadata(HOST_FLAVOR, **{"gpufleet.io/flavor-mode": "host"}), "spec": {}})
     for name, parent, weight in cohort_names(cat):
-        out.append(render_cohort(name, parent, weight))
+        out.append(render_cohort(name, parent, weight, cat))
         out.append(kai_cohort_queue(name, parent, weight))
     for name, value, description in cat.priority_classes:
         out.append({"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": platform_metadata(name),
@@ -205,51 +234,87 @@ def resource_groups(flavors: list[FlavorSpec], quotas: dict[str, QuotaSpec], *, 
     return out
 
 
+def unit_bound(flavor: FlavorSpec, quota: QuotaSpec) -> int:
+    """The most units of `flavor` the tenant can ever hold: nominal + borrowing limit, or (borrowing
+    without limit) everything the fleet has of it."""
+    if quota.borrowing_limit is not None:
+        return quota.nominal + quota.borrowing_limit
+    return max(quota.nominal, flavor.capacity)
+
+
+def gpu_equivalent_bound(flavors: list[FlavorSpec], quotas: dict[str, QuotaSpec]) -> Decimal:
+    return sum((unit_bound(f, quotas.get(f.name, QuotaSpec(0))) * f.weight for f in flavors), Decimal(0))
+
+
+def host_resource_group(flavors: list[FlavorSpec], quotas: dict[str, QuotaSpec]) -> dict[str, Any]:
+    """cpu/memory for the tenant's GPU pods (only Kueue-managed pods count: the control plane is not)."""
+    gpus = math.ceil(gpu_equivalent_bound(flavors, quotas))
+    return {
+        "coveredResources": ["cpu", "memory"],
+        "flavors": [{"name": HOST_FLAVOR, "resources": [
+            {"name": "cpu", "nominalQuota": gpus * CPU_PER_GPU},
+            {"name": "memory", "nominalQuota": f"{gpus * MEMORY_GIB_PER_GPU}Gi"},
+        ]}],
+    }
+
+
 def cluster_queue(view: TenantView, cat: Catalog, sched: TenantScheduling) -> Manifest:
     flavors = allowed_flavors(view, cat, sched)
+    preemption: dict[str, Any] = {
+        # Get lent quota back from borrowers; inside the queue, higher priority preempts lower.
+        "reclaimWithinCohort": "Any",
+        "withinClusterQueue": "LowerPriority",
+    }
+    if not cat.fair_sharing:
+        # Borrow by preempting lower-priority work in the cohort: classical preemption only (Kueue
+        # ignores borrowWithinCohort under fair sharing).
+        preemption["borrowWithinCohort"] = {"policy": "LowerPriority",
+                                            "maxPriorityThreshold": cat.priority_value(sched.priority_class)}
     spec: dict[str, Any] = {
         "cohortName": sched.cohort,
         # Only the tenant's own host namespace may submit to its queue.
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": view.namespace}},
         "queueingStrategy": "BestEffortFIFO",
-        "fairSharing": {"weight": quantity(sched.weight)},
-        "preemption": {
-            # Get lent quota back from borrowers; borrow by preempting lower-priority work in the cohort;
-            # inside the queue, higher priority preempts lower.
-            "reclaimWithinCohort": "Any",
-            "borrowWithinCohort": {"policy": "LowerPriority",
-                                   "maxPriorityThreshold": cat.priority_value(sched.priority_class)},
-            "withinClusterQueue": "LowerPriority",
-        },
+        "preemption": preemption,
         "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"},
-        "resourceGroups": resource_groups(flavors, sched.quotas, cohort=bool(sched.cohort)),
+        "resourceGroups": [*resource_groups(flavors, sched.quotas, cohort=bool(sched.cohort)),
+                           host_resource_group(flavors, sched.quotas)],
     }
+    if cat.fair_sharing:
+        spec["fairSharing"] = {"weight": quantity(sched.weight)}
     if view.suspended:
         spec["stopPolicy"] = "Hold"
     meta = metadata(view, cluster_queue_name(view.slug), namespaced=False)
-    meta["annotations"] = {"gpufleet.io/priority-class": sched.priority_class}
     return {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": meta, "spec": spec}
 
 
-def gpu_equivalents(flavors: list[FlavorSpec], quotas: dict[str, QuotaSpec]) -> tuple[Decimal, Decimal | None]:
-    """KAI counts GPUs: quota = sum(nominal x weight); limit = sum((nominal + borrowing) x weight), or
-    None (no limit) when any allowed flavor may borrow without limit."""
-    quota, limit = Decimal(0), Decimal(0)
+def kai_flavors(flavors: list[FlavorSpec]) -> list[FlavorSpec]:
+    """The flavors whose pods KAI schedules (whole GPUs and MIG; HAMi pods go to hami-scheduler)."""
+    return [f for f in flavors if f.kai_units]
+
+
+def kai_gpus(flavors: list[FlavorSpec], quotas: dict[str, QuotaSpec]) -> tuple[int, int | None]:
+    """The tenant's quota in KAI's units (FlavorSpec.kai_units): quota = sum(nominal x units); limit =
+    sum((nominal + borrowing) x units), or None (no limit) when any flavor may borrow without limit."""
+    quota, limit = 0, 0
     unlimited = False
-    for flavor in flavors:
+    for flavor in kai_flavors(flavors):
         q = quotas.get(flavor.name, QuotaSpec(0))
-        quota += q.nominal * flavor.weight
+        quota += q.nominal * flavor.kai_units
         if q.borrowing_limit is None:
             unlimited = True
         else:
-            limit += (q.nominal + q.borrowing_limit) * flavor.weight
+            limit += (q.nominal + q.borrowing_limit) * flavor.kai_units
     return quota, None if unlimited else limit
 
 
-def kai_queue(view: TenantView, cat: Catalog, sched: TenantScheduling) -> Manifest:
-    quota, limit = gpu_equivalents(allowed_flavors(view, cat, sched), sched.quotas)
+def kai_queue(view: TenantView, cat: Catalog, sched: TenantScheduling) -> Manifest | None:
+    flavors = allowed_flavors(view, cat, sched)
+    if not kai_flavors(flavors):
+        return None  # a HAMi-only tenant: KAI never schedules its pods
+    quota, limit = kai_gpus(flavors, sched.quotas)
     if view.suspended:
-        quota, limit = Decimal(0), Decimal(0)
+        quota, limit = 0, 0
     unbounded = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
     return {
         "apiVersion": KAI,
@@ -260,7 +325,7 @@ def kai_queue(view: TenantView, cat: Catalog, sched: TenantScheduling) -> Manife
             "parentQueue": cohort_queue_name(sched.cohort),
             "priority": cat.priority_value(sched.priority_class),
             "resources": {
-                "gpu": {"quota": number(quota), "limit": -1 if limit is None else number(limit),
+                "gpu": {"quota": quota, "limit": -1 if limit is None else limit,
                         "overQuotaWeight": number(sched.weight)},
                 "cpu": unbounded,
                 "memory": unbounded,
@@ -329,10 +394,41 @@ def render_tenant_scheduling(view: TenantView, ctx: RenderContext) -> list[Manif
     local_queue = {
         "apiVersion": KUEUE,
         "kind": "LocalQueue",
-        # Named `default`: Kueue's LocalQueueDefaulting admits jobs without a queue-name label here.
-        "metadata": metadata(view, "default"),
+        "metadata": metadata(view, LOCAL_QUEUE),
         "spec": {"clusterQueue": cluster_queue_name(view.slug)},
     }
-    out = [cluster_queue(view, cat, sched), local_queue, kai_queue(view, cat, sched)]
+    out = [cluster_queue(view, cat, sched), local_queue, routing.routing_policy(view, LOCAL_QUEUE),
+           routing.priority_policy(view, allowed_priority_classes(cat, sched))]
+    kai = kai_queue(view, cat, sched)
+    if kai is not None:
+        out.append(kai)
     out.extend(scaled_object(view, cat, endpoint) for endpoint in sched.endpoints)
     return out
+
+
+def allowed_priority_classes(cat: Catalog, sched: TenantScheduling) -> list[str]:
+    """The WorkloadPriorityClasses a tenant may label pods with: those not above its own class."""
+    ceiling = cat.priority_value(sched.priority_class)
+    classes = cat.priority_classes or tuple(PRIORITY_CLASSES)
+    return sorted(name for name, value, _ in classes if value <= ceiling)
+
+
+def gpu_quota_keys(view: TenantView, ctx: RenderContext) -> dict[str, str]:
+    """The backstop ResourceQuota's GPU keys: per extended resource, the most the tenant can hold through
+    Kueue (unit_bound per allowed flavor). Extended resources only take the `requests.` prefix. A pod
+    that escaped Kueue (vCluster's syncer strips Kueue's gate, docs/isolation.md) is still refused
+    beyond this at creation. Without scheduling data: no GPUs at all."""
+    sched = scheduling_of(view)
+    hard: dict[str, int] = {"requests.nvidia.com/gpu": 0}
+    if sched is None:
+        return {k: str(v) for k, v in hard.items()}
+    for flavor in allowed_flavors(view, catalog_of(ctx), sched):
+        bound = unit_bound(flavor, sched.quotas.get(flavor.name, QuotaSpec(0)))
+        for resource in flavor.resources:
+            key = f"requests.{resource}"
+            hard[key] = hard.get(key, 0) + bound * flavor.per_unit(resource)
+    return {k: str(v) for k, v in sorted(hard.items())}
+
+
+if gpu_quota_keys not in QUOTA_HARD_HOOKS:
+    QUOTA_HARD_HOOKS.append(gpu_quota_keys)

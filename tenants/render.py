@@ -23,6 +23,9 @@ class RenderContext:
     vcluster_chart_repo: str = "https://charts.loft.sh"
     flux_namespace: str = "flux-system"
     helm_repository: str = "loft"
+    # A syncer image that keeps host-side scheduling gates (vCluster v0.36.1 + loft-sh/vcluster#4107),
+    # "registry/repository:tag". Empty: the chart's own image (see docs/isolation.md, defect 1).
+    vcluster_syncer_image: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -36,6 +39,7 @@ class RenderContext:
             vcluster_chart_version=settings.GPUFLEET_VCLUSTER_CHART_VERSION,
             vcluster_chart_repo=settings.GPUFLEET_VCLUSTER_CHART_REPO,
             flux_namespace=settings.GPUFLEET_FLUX_NAMESPACE,
+            vcluster_syncer_image=getattr(settings, "GPUFLEET_VCLUSTER_SYNCER_IMAGE", ""),
             extra=extra,
         )
 
@@ -133,7 +137,8 @@ POD_SECURITY = {
     "trusted": "baseline",
 }
 
-# Backstop object counts for the host namespace; GPU quota is Kueue's job (fair share, borrowing).
+# Backstop object counts for the host namespace. GPU quota is Kueue's job (fair share, borrowing);
+# the GPU keys added by QUOTA_HARD_HOOKS only cap what a pod that escaped Kueue could take.
 QUOTA_HARD = {
     "pods": "500",
     "services": "100",
@@ -144,10 +149,19 @@ QUOTA_HARD = {
 }
 GPU_RESOURCES_WHEN_SUSPENDED = ("requests.nvidia.com/gpu",)
 
+# Functions (view, ctx) -> {quota key: quantity} adding keys to the backstop ResourceQuota (the
+# scheduling app adds the tenant's GPU keys), and (view, ctx) -> {label: value} adding namespace
+# labels (the isolation app scopes HAMi's webhook). Pure, like sections.
+QUOTA_HARD_HOOKS: list[Callable[[TenantView, RenderContext], dict[str, str]]] = []
+NAMESPACE_LABEL_HOOKS: list[Callable[[TenantView, RenderContext], dict[str, str]]] = []
+
 
 @tenant_section("namespace")
 def render_namespace(view: TenantView, ctx: RenderContext) -> list[Manifest]:
     level = POD_SECURITY[view.trust_level]
+    extra_labels: dict[str, str] = {}
+    for hook in NAMESPACE_LABEL_HOOKS:
+        extra_labels.update(hook(view, ctx))
     ns = {
         "apiVersion": "v1",
         "kind": "Namespace",
@@ -161,6 +175,7 @@ def render_namespace(view: TenantView, ctx: RenderContext) -> list[Manifest]:
                 "pod-security.kubernetes.io/enforce-version": "latest",
                 "pod-security.kubernetes.io/warn": "restricted",
                 "pod-security.kubernetes.io/audit": "restricted",
+                **extra_labels,
             },
         ),
     }
@@ -174,9 +189,13 @@ def render_namespace(view: TenantView, ctx: RenderContext) -> list[Manifest]:
 @tenant_section("resource-quota")
 def render_quota(view: TenantView, ctx: RenderContext) -> list[Manifest]:
     hard = dict(QUOTA_HARD)
+    gpu_keys: dict[str, str] = {}
+    for hook in QUOTA_HARD_HOOKS:
+        gpu_keys.update(hook(view, ctx))
+    hard.update(gpu_keys)
     if view.suspended:
         # Suspension stops admitting GPU work without touching the control plane.
-        hard.update(dict.fromkeys(GPU_RESOURCES_WHEN_SUSPENDED, "0"))
+        hard.update(dict.fromkeys((*GPU_RESOURCES_WHEN_SUSPENDED, *gpu_keys), "0"))
     return [
         {
             "apiVersion": "v1",
@@ -187,6 +206,14 @@ def render_quota(view: TenantView, ctx: RenderContext) -> list[Manifest]:
     ]
 
 
+# Container defaults for pods that say nothing. Only requests are defaulted, so the scheduler and
+# Kueue count something for them; no default limit (a 1Gi default memory limit OOM-killed every vLLM
+# pod that did not set one) and no maximum (a 64-CPU cap rejected whole-node training pods, and a
+# LimitRange `max` also rejects every container that sets no limit). What bounds a big pod is its
+# node and, for GPU pods, the ClusterQueue's cpu/memory quota.
+LIMIT_RANGE_DEFAULT_REQUEST = {"cpu": "100m", "memory": "256Mi"}
+
+
 @tenant_section("limit-range")
 def render_limit_range(view: TenantView, ctx: RenderContext) -> list[Manifest]:
     return [
@@ -194,18 +221,38 @@ def render_limit_range(view: TenantView, ctx: RenderContext) -> list[Manifest]:
             "apiVersion": "v1",
             "kind": "LimitRange",
             "metadata": metadata(view, "gpufleet-defaults"),
-            "spec": {
-                "limits": [
-                    {
-                        "type": "Container",
-                        "defaultRequest": {"cpu": "100m", "memory": "128Mi"},
-                        "default": {"cpu": "1", "memory": "1Gi"},
-                        "max": {"cpu": "64", "memory": "512Gi"},
-                    }
-                ]
-            },
+            "spec": {"limits": [{"type": "Container", "defaultRequest": dict(LIMIT_RANGE_DEFAULT_REQUEST)}]},
         }
     ]
+
+
+# Pod Security `restricted` for the vCluster's own pod (the chart runs it as root without seccomp):
+# non-root, no privilege escalation, every capability dropped, RuntimeDefault seccomp. The UID is the
+# one vCluster's docs use for non-root control planes; runAsUser must be set explicitly because Helm
+# merges our values over the chart default `runAsUser: 0`.
+NON_ROOT_UID = 12345
+RESTRICTED_CONTAINER = {
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "runAsNonRoot": True,
+    "runAsUser": NON_ROOT_UID,
+    "runAsGroup": NON_ROOT_UID,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+RESTRICTED_POD = {
+    "runAsNonRoot": True,
+    "runAsUser": NON_ROOT_UID,
+    "runAsGroup": NON_ROOT_UID,
+    "fsGroup": NON_ROOT_UID,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+
+
+def image_ref(ref: str) -> dict[str, str]:
+    """"registry/repository:tag" as the chart's image object."""
+    name, tag = (ref.rsplit(":", 1) if ":" in ref.rsplit("/", 1)[-1] else (ref, ""))
+    registry, _, repository = name.partition("/")
+    return {"registry": registry, "repository": repository, "tag": tag}
 
 
 def vcluster_values(view: TenantView, ctx: RenderContext) -> dict[str, Any]:
@@ -225,6 +272,14 @@ def vcluster_values(view: TenantView, ctx: RenderContext) -> dict[str, Any]:
         # KAI Scheduler needs synced pods without owner references (upstream integration guide).
         "experimental": {"syncSettings": {"setOwner": False}},
     }
+    if POD_SECURITY[view.trust_level] == "restricted":
+        values["controlPlane"]["statefulSet"]["security"] = {
+            "podSecurityContext": dict(RESTRICTED_POD),
+            "containerSecurityContext": dict(RESTRICTED_CONTAINER),
+        }
+        values["controlPlane"]["distro"]["k8s"]["securityContext"] = dict(RESTRICTED_CONTAINER)
+    if ctx.vcluster_syncer_image:
+        values["controlPlane"]["statefulSet"]["image"] = image_ref(ctx.vcluster_syncer_image)
     for hook in VCLUSTER_VALUES_HOOKS:  # e.g. tenants.isolation: OIDC, in-cluster RBAC, placement
         hook(view, ctx, values)
     return values

@@ -64,6 +64,21 @@ def gpu_policy(view: TenantView, allowed: frozenset[str]) -> Manifest:
     }
 
 
+# HAMi v2.10.0's webhook adds `nvidia.com/gpucores: 100` and `schedulerName: hami-scheduler` to any pod
+# asking for `nvidia.com/gpu` (its default resourceName) in every namespace not labelled like this (the
+# chart's MutatingWebhookConfiguration namespaceSelector, charts/hami/templates/scheduler/webhook.yaml);
+# the GPU policy above would then reject the whole-GPU pods of tenants without HAMi.
+HAMI_WEBHOOK_LABEL = ("hami.io/webhook", "ignore")
+
+
+def hami_webhook_scope(view: TenantView, ctx: RenderContext) -> dict[str, str]:
+    """Namespace labels (tenants.render.NAMESPACE_LABEL_HOOKS): HAMi's webhook ignores tenants that may
+    not use HAMi."""
+    if policy.HAMI in config.of_view(view).allowed_modes:
+        return {}
+    return dict([HAMI_WEBHOOK_LABEL])
+
+
 @tenant_section("gpu-admission")
 def render_gpu_admission(view: TenantView, ctx: RenderContext) -> list[Manifest]:
     return [gpu_policy(view, config.of_view(view).allowed_modes)]

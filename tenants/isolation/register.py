@@ -13,6 +13,8 @@ def register() -> None:
         reconcile.VIEW_EXTRAS.append(config.tenant_extras)
     if impact.gpu_modes_condition not in reconcile.CONDITION_PROVIDERS:
         reconcile.CONDITION_PROVIDERS.append(impact.gpu_modes_condition)
+    if kyverno.hami_webhook_scope not in render.NAMESPACE_LABEL_HOOKS:
+        render.NAMESPACE_LABEL_HOOKS.append(kyverno.hami_webhook_scope)
     if vcluster.extend_values not in render.VCLUSTER_VALUES_HOOKS:
         render.VCLUSTER_VALUES_HOOKS.append(vcluster.extend_values)
     from django.conf import settings

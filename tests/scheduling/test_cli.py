@@ -57,7 +57,7 @@ def test_cli_catalog_quota_endpoint_and_platform_render() -> None:
     kinds = {m["kind"] for m in platform}
     assert {"ResourceFlavor", "Cohort", "WorkloadPriorityClass", "Topology", "Queue", "NodePool"} <= kinds
     flavors = {m["metadata"]["name"]: m["spec"] for m in platform if m["kind"] == "ResourceFlavor"}
-    assert set(flavors) == {"a100", "a100-2g"}
+    assert set(flavors) == {"a100", "a100-2g", "gpufleet-host"}  # the last carries cpu/memory quota
     assert flavors["a100"]["nodeTaints"] == [{"key": "gpufleet.io/reserved", "value": "ml", "effect": "NoSchedule"}]
     assert flavors["a100"]["nodeLabels"]["gpufleet.io/pool"] == "a100"
     assert {"key": "gpufleet.io/reserved", "operator": "Equal", "value": "ml", "effect": "NoSchedule"} in (

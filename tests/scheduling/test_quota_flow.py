@@ -47,8 +47,10 @@ def test_propose_preview_approve_is_one_commit_on_main(ready_tenant, gitops_repo
     assert git(gitops_repo, "branch", "--list", f"quota/{request_id}").strip()
 
     preview = client_for(owner).get(f"/api/v1/quota-requests/{request_id}/preview/").json()
+    # The backstop ResourceQuota's GPU keys follow the quota (nominal + borrowing).
     assert preview["objects"] == ["ClusterQueue.kueue.x-k8s.io/-/tenant-vision",
-                                  "Queue.scheduling.run.ai/-/tenant-vision"]
+                                  "Queue.scheduling.run.ai/-/tenant-vision",
+                                  "ResourceQuota.core/tenant-vision/gpufleet-backstop"]
     assert "+        nominalQuota: 7" in preview["diff"]
     assert preview["capacity"] == {"flavor": "h100-3g", "capacity": 14, "overcommit_factor": "1.00",
                                    "held_by_other_tenants": 0, "current_nominal": 0, "requested_nominal": 7,

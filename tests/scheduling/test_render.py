@@ -23,7 +23,10 @@ def by_kind(manifests: list[dict], kind: str, api_prefix: str = "") -> list[dict
 
 
 def covered(cluster_queue: dict) -> set[str]:
-    return {r for group in cluster_queue["spec"]["resourceGroups"] for r in group["coveredResources"]}
+    """The GPU resources a queue covers (every queue also covers cpu/memory, in a group of their own)."""
+    groups = cluster_queue["spec"]["resourceGroups"]
+    assert groups[-1]["coveredResources"] == ["cpu", "memory"]
+    return {r for group in groups[:-1] for r in group["coveredResources"]}
 
 
 def test_three_trust_levels_and_three_tiers_render_and_validate(fleet, tenants) -> None:
@@ -49,7 +52,8 @@ def test_three_trust_levels_and_three_tiers_render_and_validate(fleet, tenants) 
             "Queue", "NodePool", "ScaledObject"} <= kinds
     assert len(by_kind(everything, "Topology")) == 2  # Kueue's and KAI's
     cohorts = {m["metadata"]["name"]: m["spec"] for m in by_kind(everything, "Cohort")}
-    assert cohorts["research-vision"] == {"fairSharing": {"weight": "0.5"}, "parentName": "research"}
+    # Kueue runs classical preemption by default: no fairSharing.weight (it would do nothing).
+    assert cohorts["research-vision"] == {"parentName": "research"}
     assert set(cohorts) == {"gpufleet", "research", "research-vision"}
     kai_parents = {m["metadata"]["name"]: m["spec"].get("parentQueue") for m in by_kind(everything, "Queue")}
     assert kai_parents["cohort-research-vision"] == "cohort-research"
@@ -72,7 +76,7 @@ def test_three_trust_levels_and_three_tiers_render_and_validate(fleet, tenants) 
 def test_untrusted_covers_no_mig_or_hami_trusted_may(fleet, tenants) -> None:
     queues = {level: by_kind(desired_manifests(t), "ClusterQueue")[0] for level, t in tenants.items()}
     assert covered(queues["untrusted"]) == {"nvidia.com/gpu"}
-    flavors = {f["name"] for g in queues["untrusted"]["spec"]["resourceGroups"] for f in g["flavors"]}
+    flavors = {f["name"] for g in queues["untrusted"]["spec"]["resourceGroups"][:-1] for f in g["flavors"]}
     assert flavors == {"h100"}
     assert covered(queues["standard"]) == {"nvidia.com/gpu", "nvidia.com/mig-3g.40gb"}
     assert covered(queues["trusted"]) == {"nvidia.com/gpu", "nvidia.com/mig-3g.40gb", "nvidia.com/gpucores",
@@ -99,9 +103,10 @@ def test_kueue_and_kai_carry_the_same_numbers(fleet, tenants) -> None:
     assert {r["name"]: r["nominalQuota"] for r in quarter} == {
         "nvidia.com/gpu": 4, "nvidia.com/gpucores": 100, "nvidia.com/gpumem-percentage": 100}
     kai = next(m for m in manifests if m["kind"] == "Queue")
-    # GPU-equivalents: 2 x 1 + 7 x 3/7 (0.4286) + 4 x 0.25 = 6.0002 (weights are quantised to 4 places).
-    assert kai["spec"]["resources"]["gpu"]["quota"] == pytest.approx(2 + 7 * 0.4286 + 1)
-    assert kai["spec"]["resources"]["gpu"]["limit"] == pytest.approx(3 + 7 * 0.4286 + 2)
+    # KAI's units: a whole GPU is 1, a 3g MIG instance 3 (KAI sums MIG slices), HAMi is not KAI's:
+    # 2 x 1 + 7 x 3 = 23; limit (2 + 1) x 1 + (7 + 0) x 3 = 24.
+    assert kai["spec"]["resources"]["gpu"]["quota"] == 23
+    assert kai["spec"]["resources"]["gpu"]["limit"] == 24
     assert kai["spec"]["parentQueue"] == "cohort-gpufleet"
     assert kai["spec"]["priority"] == 500
 
@@ -176,3 +181,19 @@ def test_default_tiers_and_priorities_survive_an_emptied_table(fleet, tenants) -
     assert endpoint.tier.min_replicas == 0
     actions.set_tenant_scheduling(tenants["standard"], priority_class="high")
     assert SlaTier.objects.count() == 3 and PriorityClass.objects.count() == 3
+
+
+def test_fair_sharing_setting_switches_weight_and_borrow_within_cohort(fleet, tenants, settings) -> None:
+    """fairSharing.weight only with Kueue's fair sharing on; borrowWithinCohort only with it off."""
+    actions.create_cohort("research")
+    actions.set_tenant_scheduling(tenants["trusted"], cohort="research", fair_sharing_weight="2")
+    off = by_kind(desired_manifests(tenants["trusted"]), "ClusterQueue")[0]["spec"]
+    assert "fairSharing" not in off and off["preemption"]["borrowWithinCohort"]["policy"] == "LowerPriority"
+    settings.GPUFLEET_KUEUE_FAIR_SHARING = True
+    on = by_kind(desired_manifests(tenants["trusted"]), "ClusterQueue")[0]["spec"]
+    assert on["fairSharing"] == {"weight": "2"} and "borrowWithinCohort" not in on["preemption"]
+    cohorts = {m["metadata"]["name"]: m["spec"] for m in render_platform(RenderContext.from_settings())
+               if m["kind"] == "Cohort"}
+    assert cohorts["research"] == {"fairSharing": {"weight": "1"}}
+    need_reference()
+    assert get_schema_registry().validate([by_kind(desired_manifests(tenants["trusted"]), "ClusterQueue")[0]]) == []

@@ -190,6 +190,10 @@ GPUFLEET_OPENBAO_KUBERNETES_AUTH = env("GPUFLEET_OPENBAO_KUBERNETES_AUTH", "kube
 
 # --- vCluster --------------------------------------------------------------------------------------
 GPUFLEET_VCLUSTER_CHART_VERSION = env("GPUFLEET_VCLUSTER_CHART_VERSION", "0.36.1")
+# A vCluster syncer image that keeps host-side scheduling gates (v0.36.1 + loft-sh/vcluster#4107, until a
+# release carries the fix), "registry/repository:tag". Empty: the chart's image, which strips Kueue's gate
+# (docs/isolation.md); the ResourceQuota's GPU keys then remain the only bound on GPUs.
+GPUFLEET_VCLUSTER_SYNCER_IMAGE = env("GPUFLEET_VCLUSTER_SYNCER_IMAGE", "")
 GPUFLEET_VCLUSTER_CHART_REPO = env("GPUFLEET_VCLUSTER_CHART_REPO", "https://charts.loft.sh")
 GPUFLEET_FLUX_NAMESPACE = env("GPUFLEET_FLUX_NAMESPACE", "flux-system")
 
@@ -212,6 +216,10 @@ GPUFLEET_MONITORING_NAMESPACE = env("GPUFLEET_MONITORING_NAMESPACE", "monitoring
 # --- Scheduling (Kueue, KAI, KEDA, Karpenter) ------------------------------------------------------
 # Prometheus-compatible query endpoint (VictoriaMetrics) that KEDA's triggers and billing read.
 GPUFLEET_METRICS_URL = env("GPUFLEET_METRICS_URL", "http://vmsingle.monitoring.svc:8428")
+# Kueue's fair sharing (Configuration.fairSharing). Off: classical preemption, which borrowWithinCohort
+# needs; on: ClusterQueue/Cohort fairSharing.weight is rendered and borrowWithinCohort is not. Must match
+# the Kueue configuration the platform installs (docs/scheduling.md).
+GPUFLEET_KUEUE_FAIR_SHARING = env_bool("GPUFLEET_KUEUE_FAIR_SHARING", False)
 GPUFLEET_DEFAULT_COHORT = env("GPUFLEET_DEFAULT_COHORT", "gpufleet")
 GPUFLEET_TOPOLOGY_NAME = env("GPUFLEET_TOPOLOGY_NAME", "gpu-topology")
 # Node labels from the widest to the narrowest domain (block = NVLink/IB domain, rack, host).

@@ -1,0 +1,111 @@
+"""Per-tenant Kyverno policies that route a tenant's host pods: which Kueue queue, which KAI queue, which
+scheduler, which priority classes. Pure; rendered by scheduling.render for tenants with scheduling data.
+
+Why in the host namespace and not inside the virtual cluster: the tenant is cluster-admin of its vCluster
+and writes every virtual pod; what the syncer copies to the host is tenant-controlled. A mutate rule in
+`tenant-<slug>` on the host overwrites what must not be the tenant's choice (its KAI queue), and adds the
+Kueue queue label only to GPU pods, so the platform's own pods (the vCluster control plane, the synced
+CoreDNS) never enter Kueue (Kueue runs with manageJobsWithoutQueueName: false).
+
+Kyverno v1.19.0 semantics used (config/crds/kyverno/kyverno.io_policies.yaml and the docs at that tag):
+`preconditions.any/all` with JMESPath keys, operators AnyIn / AllNotIn / AnyNotIn with `*` wildcards,
+`mutate.patchStrategicMerge` (a label map merges, a scalar field is replaced).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from infra.manifests import Manifest
+from tenants.isolation.policy import HAMI, MIG, MODE_RESOURCES, WHOLE
+from tenants.render import TenantView, metadata
+
+ROUTING_POLICY = "gpufleet-gpu-routing"
+PRIORITY_POLICY = "gpufleet-priority-classes"
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+KAI_QUEUE_LABEL = "kai.scheduler/queue"
+KAI_SCHEDULER = "kai-scheduler"
+
+# Every extended resource name a pod asks for, in containers and init containers, limits and requests,
+# flattened into one list (a container without resources contributes nothing, never a null).
+_PARTS = [
+    f"request.object.spec.{containers}[].keys(resources.{field} || `{{}}`)[] || `[]`"
+    for containers in ("containers", "initContainers")
+    for field in ("limits", "requests")
+]
+ALL_RESOURCES = "{{ [" + ", ".join(_PARTS) + "][] }}"
+GPU_PATTERNS = [p for mode in (WHOLE, MIG, HAMI) for p in MODE_RESOURCES[mode]]
+KAI_PATTERNS = [*MODE_RESOURCES[WHOLE], *MODE_RESOURCES[MIG]]
+HAMI_PATTERNS = list(MODE_RESOURCES[HAMI])
+
+
+def _pod_create() -> dict[str, Any]:
+    return {"any": [{"resources": {"kinds": ["Pod"], "operations": ["CREATE"]}}]}
+
+
+def routing_policy(view: TenantView, local_queue: str) -> Manifest:
+    kai_queue = view.namespace  # KAI Queue and Kueue ClusterQueue are both named tenant-<slug>
+    rules = [
+        {
+            # GPU pods (any mode) queue in Kueue; nothing else does.
+            "name": "gpu-pods-queue-in-kueue",
+            "match": _pod_create(),
+            "preconditions": {"all": [{"key": ALL_RESOURCES, "operator": "AnyIn", "value": GPU_PATTERNS}]},
+            "mutate": {"patchStrategicMerge": {"metadata": {"labels": {KUEUE_QUEUE_LABEL: local_queue}}}},
+        },
+        {
+            # The KAI queue is the namespace's, whatever the tenant wrote (it could name another
+            # tenant's queue otherwise). Harmless on pods KAI does not schedule.
+            "name": "kai-queue-is-the-tenants",
+            "match": _pod_create(),
+            "mutate": {"patchStrategicMerge": {"metadata": {"labels": {KAI_QUEUE_LABEL: kai_queue}}}},
+        },
+        {
+            # Whole-GPU and MIG pods are bound by KAI. Setting the scheduler also keeps HAMi's webhook
+            # away (it skips pods that name another scheduler, pkg/scheduler/webhook.go v2.10.0), so a
+            # whole GPU is never turned into a HAMi share. HAMi pods keep hami-scheduler.
+            "name": "whole-and-mig-pods-use-kai",
+            "match": _pod_create(),
+            "preconditions": {"all": [
+                {"key": ALL_RESOURCES, "operator": "AnyIn", "value": KAI_PATTERNS},
+                {"key": ALL_RESOURCES, "operator": "AllNotIn", "value": HAMI_PATTERNS},
+            ]},
+            "mutate": {"patchStrategicMerge": {"spec": {"schedulerName": KAI_SCHEDULER}}},
+        },
+    ]
+    return {
+        "apiVersion": "kyverno.io/v1",
+        "kind": "Policy",
+        "metadata": {**metadata(view, ROUTING_POLICY),
+                     "annotations": {"policies.kyverno.io/title": "GPU pods: Kueue queue, KAI queue, scheduler"}},
+        "spec": {"background": False, "rules": rules},
+    }
+
+
+def priority_policy(view: TenantView, allowed: list[str]) -> Manifest:
+    """Pods may name only the WorkloadPriorityClasses the tenant is entitled to (or none)."""
+    allowed_text = ", ".join(allowed) or "none"
+    return {
+        "apiVersion": "kyverno.io/v1",
+        "kind": "Policy",
+        "metadata": {**metadata(view, PRIORITY_POLICY),
+                     "annotations": {"policies.kyverno.io/title": "Kueue priority classes by tenant"}},
+        "spec": {
+            "background": True,
+            "rules": [{
+                "name": "priority-class-entitlement",
+                "match": {"any": [{"resources": {"kinds": ["Pod"], "operations": ["CREATE", "UPDATE"]}}]},
+                "validate": {
+                    "failureAction": "Enforce",
+                    "message": (f"tenant {view.slug} may use priority classes: {allowed_text}; "
+                                f"this pod's {KUEUE_PRIORITY_LABEL} label names another"),
+                    "deny": {"conditions": {"any": [{
+                        "key": f"{{{{ request.object.metadata.labels.\"{KUEUE_PRIORITY_LABEL}\" || '' }}}}",
+                        "operator": "AnyNotIn",
+                        "value": [*allowed, ""],
+                    }]}},
+                },
+            }],
+        },
+    }
