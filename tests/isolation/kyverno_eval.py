@@ -1,14 +1,17 @@
 """A small evaluator for the subset of Kyverno our GPU policy uses, to test the rule's logic.
 
 Evaluated: `match.any[].resources.kinds` / `operations`, the policy's own namespace (a namespaced
-Policy only sees its namespace), `validate.deny.conditions.any|all` with keys written as
-`{{ <JMESPath> }}` (standard JMESPath via the `jmespath` package, incl. `||` and backtick literals),
-and the operators AnyIn / AnyNotIn / AllIn / Equals with Kyverno's `*`/`?` wildcards in values.
+Policy only sees its namespace), `validate.deny.conditions.any|all` and `preconditions.any|all` with
+keys written as `{{ <JMESPath> }}` (standard JMESPath via the `jmespath` package, incl. `||`, backtick
+and raw-string literals), the operators AnyIn / AnyNotIn / AllIn / AllNotIn / Equals with Kyverno's
+`*`/`?` wildcards in values, and `mutate.patchStrategicMerge` for maps and scalars (`mutate()`; maps
+merge key by key, a scalar replaces; Kyverno v1.19.0 applies mutate rules in order, each on the
+previous rule's output).
 
-NOT evaluated (an error is raised if a policy uses them): `exclude`, `preconditions`, `context`,
-`foreach`, `pattern`/`anyPattern`, CEL, Kyverno's custom JMESPath functions, namespaceSelector,
-subjects/roles, background scans, mutation. Kyverno's JMESPath dialect is assumed to agree with
-the standard one for the expressions we render (projection, keys(), flatten, `||`).
+NOT evaluated (an error is raised if a policy uses them): `exclude`, `context`, `foreach`,
+`pattern`/`anyPattern`, CEL, Kyverno's custom JMESPath functions, namespaceSelector, subjects/roles,
+background scans, JSON patches, strategic-merge of lists and anchors. Kyverno's JMESPath dialect is
+assumed to agree with the standard one for the expressions we render (projection, keys(), flatten, `||`).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 import jmespath
 
 _VAR = re.compile(r"^\{\{\s*(.+?)\s*\}\}$")
-SUPPORTED_RULE_KEYS = {"name", "match", "validate"}
+SUPPORTED_RULE_KEYS = {"name", "match", "validate", "preconditions", "mutate"}
 SUPPORTED_VALIDATE_KEYS = {"message", "deny", "failureAction"}
 
 
@@ -56,6 +59,8 @@ def _condition(cond: dict[str, Any], request: dict[str, Any]) -> bool:
         return all(any(_wild(v, k) for v in values) for k in keys)
     if op == "AnyNotIn":
         return any(not any(_wild(v, k) for v in values) for k in keys)
+    if op == "AllNotIn":
+        return all(not any(_wild(v, k) for v in values) for k in keys)
     if op == "Equals":
         return key == cond.get("value")
     raise NotImplementedError(f"operator {op} is not evaluated here")
@@ -71,6 +76,46 @@ def _matches(rule: dict[str, Any], request: dict[str, Any]) -> bool:
     return False
 
 
+def _conditions_hold(block: dict[str, Any], request: dict[str, Any]) -> bool:
+    """Kyverno's any/all: every `all` condition and (if any are given) at least one `any` condition."""
+    any_of, all_of = block.get("any"), block.get("all")
+    return (all(_condition(c, request) for c in all_of) if all_of else True) and (
+        any(_condition(c, request) for c in any_of) if any_of else True)
+
+
+def _merge(base: Any, patch: Any) -> Any:
+    if isinstance(base, dict) and isinstance(patch, dict):
+        out = dict(base)
+        for key, value in patch.items():
+            if isinstance(value, list):
+                raise NotImplementedError("strategic merge of lists is not evaluated here")
+            out[key] = _merge(base.get(key), value)
+        return out
+    return patch
+
+
+def mutate(policy: dict[str, Any], pod: dict[str, Any], operation: str = "CREATE") -> tuple[dict[str, Any], list[str]]:
+    """The pod after the policy's mutate rules, and the names of the rules that changed it."""
+    assert policy["kind"] == "Policy", "only namespaced Policies are evaluated"
+    namespace = policy["metadata"]["namespace"]
+    if pod["metadata"].get("namespace", namespace) != namespace:
+        return pod, []
+    applied = []
+    for rule in policy["spec"]["rules"]:
+        if "mutate" not in rule:
+            continue
+        request = {"operation": operation, "kind": {"kind": pod["kind"]}, "object": pod, "namespace": namespace}
+        if set(rule) - SUPPORTED_RULE_KEYS or set(rule["mutate"]) != {"patchStrategicMerge"}:
+            raise NotImplementedError(f"rule {rule['name']} is not evaluated here")
+        if not _matches(rule, request) or not _conditions_hold(rule.get("preconditions", {}), request):
+            continue
+        changed = _merge(pod, rule["mutate"]["patchStrategicMerge"])
+        if changed != pod:
+            applied.append(rule["name"])
+        pod = changed
+    return pod, applied
+
+
 def admit(policy: dict[str, Any], pod: dict[str, Any], operation: str = "CREATE") -> Decision:
     assert policy["kind"] == "Policy", "only namespaced Policies are evaluated"
     namespace = policy["metadata"]["namespace"]
@@ -82,7 +127,9 @@ def admit(policy: dict[str, Any], pod: dict[str, Any], operation: str = "CREATE"
         unsupported |= set(rule.get("validate", {})) - SUPPORTED_VALIDATE_KEYS
         if unsupported:
             raise NotImplementedError(f"rule {rule['name']} uses {sorted(unsupported)}, not evaluated here")
-        if not _matches(rule, request):
+        if "validate" not in rule:
+            continue
+        if not _matches(rule, request) or not _conditions_hold(rule.get("preconditions", {}), request):
             continue
         conditions = rule["validate"]["deny"]["conditions"]
         any_of, all_of = conditions.get("any"), conditions.get("all")
