@@ -10,7 +10,7 @@ import pytest
 
 from . import runner, workloads
 from .fleet import PATCHED_SYNCER, TRUST, render_fleet
-from .steps import kai, kueue, vcluster_sync
+from .steps import kai, kueue, limitrange, quota, vcluster_sync
 
 NS = {slug: f"tenant-{slug}" for slug in TRUST}
 ALLOWED = {"acme": ("whole", "mig", "hami"), "beta": ("whole", "mig"), "gamma": ("whole",)}
@@ -84,8 +84,8 @@ def test_vcluster_control_plane_starts(fleet, chart_defaults, slug: str) -> None
 def test_chart_default_control_plane_violates_restricted(fleet, chart_defaults) -> None:
     """The PSS model is not vacuous: the chart's own defaults (root, no seccomp) are refused."""
     values = fleet.vcluster_values(NS["gamma"])
-    values["controlPlane"]["statefulSet"].pop("security")
-    values["controlPlane"]["distro"]["k8s"].pop("securityContext")
+    values["controlPlane"]["statefulSet"].pop("security", None)
+    values["controlPlane"]["distro"]["k8s"].pop("securityContext", None)
     journey = runner.run_host(vcluster_sync.control_plane_pod(NS["gamma"], fleet, chart_defaults), fleet)
     step, reason = journey.refusal
     assert step == "pod-security"
@@ -96,6 +96,10 @@ def test_stock_syncer_strips_the_gate_and_the_backstop_caps_the_gpus() -> None:
     """Defect 1: with vCluster v0.36.1's syncer the host pod loses Kueue's gate (#4106) and would run
     unadmitted; the backstop ResourceQuota still refuses a GPU beyond what the tenant may hold."""
     fleet = render_fleet()
+    fleet.used[NS["gamma"]] = {"requests.nvidia.com/gpu": 4}
+    host = vcluster_sync.translate(workloads.inference_pod("whole"), NS["gamma"], fleet)
+    assert not quota.admit(host, fleet).ok, "the backstop ResourceQuota must cap GPUs"
+    fleet.used.clear()
     journey = runner.run(workloads.inference_pod("whole"), NS["gamma"], fleet)
     assert journey.step("vcluster-resync").facts == {"gates_stripped": True}
     assert journey.step("kueue-admission").facts["bypassed"] is True
@@ -157,6 +161,10 @@ def test_priority_classes_are_limited_to_the_tenants_entitlement(fleet) -> None:
 
 def test_limit_range_neither_oom_kills_vllm_nor_rejects_big_training_pods(fleet) -> None:
     """Defect 10: no 1Gi default memory limit on a pod that sets none; a 96-CPU training pod passes."""
+    host = vcluster_sync.translate(workloads.inference_pod("mig"), NS["beta"], fleet)
+    assert "memory" not in limitrange.admit(host, fleet).pod["spec"]["containers"][0]["resources"]["limits"]
+    big = vcluster_sync.translate(workloads.training_pod("mig", size=1, cpu="96"), NS["beta"], fleet)
+    assert limitrange.admit(big, fleet).ok
     journey = runner.run(workloads.inference_pod("whole"), NS["beta"], fleet)
     assert journey.ok, journey
     assert "memory" not in journey.pod["spec"]["containers"][0]["resources"]["limits"]

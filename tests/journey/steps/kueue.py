@@ -100,11 +100,9 @@ def admit(host_pod: dict[str, Any], fleet: Any) -> StepResult:
             if not over:
                 for r in asked:
                     assigned[r] = flavor["name"]
-                rf = fleet.one("ResourceFlavor", flavor["name"]) or {"spec": {}}
-                pod["spec"]["nodeSelector"] = {**pod["spec"].get("nodeSelector", {}),
-                                               **rf["spec"].get("nodeLabels", {})}
-                pod["spec"]["tolerations"] = [*pod["spec"].get("tolerations", []),
-                                              *rf["spec"].get("tolerations", [])]
+                rf = (fleet.one("ResourceFlavor", flavor["name"]) or {}).get("spec") or {}
+                pod["spec"]["nodeSelector"] = {**pod["spec"].get("nodeSelector", {}), **rf.get("nodeLabels", {})}
+                pod["spec"]["tolerations"] = [*pod["spec"].get("tolerations", []), *rf.get("tolerations", [])]
                 break
             r, v, cap = over[0]
             misses.append(f"insufficient quota for {r} in flavor {flavor['name']}, previously considered "
