@@ -67,12 +67,14 @@ class Fleet:
         return release["spec"]["values"]
 
 
-def view(slug: str, catalog: Catalog, **changes: Any) -> TenantView:
+def view(slug: str, catalog: Catalog, name: str = "", **changes: Any) -> TenantView:
+    """`slug` picks the tenant's role in the fleet; `name` (default: the slug) is what it is called."""
     level = TRUST[slug]
+    name = name or slug
     sched = TenantScheduling(allowed_modes=None, cohort="gpufleet", priority_class=PRIORITY[slug],
                              quotas=QUOTAS[slug])
-    base = TenantView(slug=slug, display_name=slug.title(), trust_level=level, phase="ready", generation=1,
-                      extra={"scheduling": sched, "isolation": TenantIsolationView.defaults(level, slug)})
+    base = TenantView(slug=name, display_name=name.title(), trust_level=level, phase="ready", generation=1,
+                      extra={"scheduling": sched, "isolation": TenantIsolationView.defaults(level, name)})
     return replace(base, **changes) if changes else base
 
 
@@ -87,8 +89,10 @@ def context(**changes: Any) -> RenderContext:
     return replace(ctx, **known) if known else ctx
 
 
-def render_fleet(**ctx_changes: Any) -> Fleet:
+def render_fleet(names: dict[str, str] | None = None, **ctx_changes: Any) -> Fleet:
+    """The fleet; `names` renames tenants (e.g. throwaway names on a real cluster)."""
     ctx = context(**ctx_changes)
     catalog = ctx.extra["scheduling"]
+    names = names or {}
     return Fleet(platform=render_platform(ctx),
-                 tenants={slug: render_tenant(view(slug, catalog), ctx) for slug in TRUST})
+                 tenants={slug: render_tenant(view(slug, catalog, names.get(slug, "")), ctx) for slug in TRUST})
