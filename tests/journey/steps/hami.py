@@ -3,7 +3,9 @@ MutateAdmission in pkg/device/nvidia/device.go; chart charts/hami/templates/sche
 notes in shared/reference/dcgm/hami.md).
 
 Facts modelled:
-* The chart's MutatingWebhookConfiguration skips namespaces labelled `hami.io/webhook: ignore`.
+* The chart's MutatingWebhookConfiguration (webhook `vgpu.hami.io`) skips namespaces labelled
+  `hami.io/webhook: ignore` (namespaceSelector) and pods labelled so (objectSelector); its
+  `reinvocationPolicy` is a chart value (`scheduler.admissionWebhook.reinvocationPolicy`).
 * A pod that already names another scheduler is left alone ("pod already has different scheduler
   assigned"); `default-scheduler` is overwritten (chart default forceOverwriteDefaultScheduler).
 * A container asking for `nvidia.com/gpu` (HAMi's default resourceName) or a HAMi share resource is
@@ -31,6 +33,8 @@ def webhook(host_pod: dict[str, Any], fleet: Any) -> StepResult:
     namespace = fleet.namespace(host_pod["metadata"]["namespace"])
     if namespace["metadata"]["labels"].get(IGNORE[0]) == IGNORE[1]:
         return StepResult(True, "HAMi webhook not called (namespace hami.io/webhook=ignore)", host_pod)
+    if host_pod["metadata"].get("labels", {}).get(IGNORE[0]) == IGNORE[1]:
+        return StepResult(True, "HAMi webhook not called (pod hami.io/webhook=ignore)", host_pod)
     name = host_pod["spec"].get("schedulerName", "")
     if name not in ("", "default-scheduler", SCHEDULER):
         return StepResult(True, "HAMi: pod already has different scheduler assigned", host_pod)
