@@ -201,3 +201,29 @@ def test_a_node_pool_could_create_the_node(fleet, slug: str, mode: str) -> None:
     journey = runner.run(workloads.inference_pod(mode), NS[slug], fleet)
     result = runner.NODE_POOL_STEP(journey.pod, fleet)
     assert result.ok, result.reason
+
+
+def test_backstop_quota_keys_follow_each_tenants_quotas(fleet) -> None:
+    """Defect 1's backstop, per tenant: nominal + borrowing per allowed flavor, `requests.` keys only."""
+    hard = {slug: fleet.one("ResourceQuota", "gpufleet-backstop", NS[slug])["spec"]["hard"] for slug in TRUST}
+    gpu_keys = {slug: {k: v for k, v in h.items() if "nvidia.com" in k} for slug, h in hard.items()}
+    assert gpu_keys == {
+        # 4 whole (2 + 2 borrowed) + 8 quarter vGPUs; 2 MIG; 8 x 25 % cores and memory.
+        "acme": {"requests.nvidia.com/gpu": "12", "requests.nvidia.com/mig-3g.40gb": "2",
+                 "requests.nvidia.com/gpucores": "200", "requests.nvidia.com/gpumem-percentage": "200"},
+        "beta": {"requests.nvidia.com/gpu": "2", "requests.nvidia.com/mig-3g.40gb": "7"},
+        "gamma": {"requests.nvidia.com/gpu": "4"},
+    }
+
+
+def test_a_suspended_tenant_has_every_gpu_key_at_zero() -> None:
+    from tenants.render import render_tenant
+
+    from .fleet import context, view
+
+    ctx = context()
+    manifests = render_tenant(view("acme", ctx.extra["scheduling"], phase="suspended"), ctx)
+    hard = next(m for m in manifests if m["kind"] == "ResourceQuota")["spec"]["hard"]
+    assert {k: v for k, v in hard.items() if "nvidia.com" in k} == dict.fromkeys(
+        ["requests.nvidia.com/gpu", "requests.nvidia.com/mig-3g.40gb", "requests.nvidia.com/gpucores",
+         "requests.nvidia.com/gpumem-percentage"], "0")
