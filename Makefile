@@ -30,11 +30,18 @@ OIDC_NODE := tests/oidc/node_modules/.package-lock.json
 $(OIDC_NODE): tests/oidc/package-lock.json
 	@if command -v npm >/dev/null; then npm ci --prefix tests/oidc --no-audit --no-fund --loglevel=error; fi
 
+# The suite runs on the machine's PostgreSQL and Redis (standard ports) unless DATABASE_URL /
+# CELERY_BROKER_URL are set; each run gets a test database of its own (gpufleet/settings/test.py).
+# `make test TEST_DATABASE_URL=sqlite:///var/test.sqlite3` runs it on SQLite.
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/gpufleet
+TEST_BROKER_URL ?= redis://127.0.0.1:6379/0
+
 test: $(STAMP) $(OIDC_NODE)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 	DJANGO_SETTINGS_MODULE=gpufleet.settings.test $(BIN)/python manage.py makemigrations --check --dry-run
-	$(BIN)/pytest $(PYTEST_ARGS)
+	DATABASE_URL="$${DATABASE_URL:-$(TEST_DATABASE_URL)}" CELERY_BROKER_URL="$${CELERY_BROKER_URL:-$(TEST_BROKER_URL)}" \
+		$(BIN)/pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -14,7 +14,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import F, Sum
 
-from gpufleet import clock
+from gpufleet import clock, k8s_names
 from gpufleet.audit.record import record
 from tenants.errors import ActionError, Conflict
 from tenants.models import FINAL_PHASES, LIVE_PHASES, Phase, Tenant
@@ -73,14 +73,18 @@ def create_gpu_model(name: Any, dcgm_model_name: Any, memory_mib: Any, node_labe
     validation.name(name, "name", errors)
     if not isinstance(dcgm_model_name, str) or not dcgm_model_name.strip():
         errors["dcgm_model_name"] = ["is required (the modelName label dcgm-exporter reports)"]
+    elif (not dcgm_model_name.isprintable() or not dcgm_model_name.isascii()
+          or any(c in dcgm_model_name for c in '"\\{}')):
+        # It is matched inside a MetricsQL selector (modelName="..."): printable ASCII, no quotes or braces.
+        errors["dcgm_model_name"] = ["must be printable ASCII without quotes, braces or backslashes"]
     memory = validation.count(memory_mib, "memory_mib", errors)
     if memory == 0:
         errors["memory_mib"] = ["must be positive"]
     # GPU feature discovery labels nodes nvidia.com/gpu.product=<product with spaces as '-'>.
-    label = str(node_label_value or "").strip()
+    label = node_label_value or ""  # taken as given: a stray "\n" is refused, not trimmed away
     if not label and isinstance(dcgm_model_name, str):
         label = validation.label_value(dcgm_model_name)
-    if not validation.LABEL_VALUE.match(label):
+    if not label or k8s_names.label_value(label):
         errors["node_label_value"] = [f"{label!r} is not a valid label value (e.g. NVIDIA-H100-80GB-HBM3)"]
     if not errors and GpuModel.objects.filter(name=name).exists():
         errors["name"] = [f"GPU model '{name}' already exists"]
@@ -100,7 +104,7 @@ def _flavor_fields(mode: Any, mig_profile: Any, memory_percent: Any, cores_perce
         return {}
     fields: dict[str, Any] = {"mode": mode, "mig_profile": "", "memory_percent": None, "cores_percent": None}
     if mode == catalog.MIG:
-        if not isinstance(mig_profile, str) or not catalog.MIG_PROFILE.match(mig_profile):
+        if not isinstance(mig_profile, str) or not catalog.MIG_PROFILE.fullmatch(mig_profile):
             errors["mig_profile"] = ["a MIG flavor needs a profile like 3g.40gb"]
         fields["mig_profile"] = mig_profile or ""
     elif mig_profile:
@@ -139,9 +143,8 @@ def create_flavor(name: Any, *, gpu_model: Any, mode: Any, mig_profile: Any = ""
     weight_value = validation.decimal(weight, "weight", errors, low=Decimal("0.0001"), high=Decimal(8),
                                       default=Decimal(0)) if weight not in (None, "") else None
     validation.labels(node_labels, "node_labels", errors)
-    for field, value, kind in (("tolerations", tolerations, list), ("taints", taints, list)):
-        if value is not None and not isinstance(value, kind):
-            errors[field] = [f"must be a {'mapping' if kind is dict else 'list'}"]
+    validation.tolerations(tolerations, "tolerations", errors)
+    validation.taints(taints, "taints", errors)
     if not errors and Flavor.objects.filter(name=name).exists():
         errors["name"] = [f"flavor '{name}' already exists"]
     if errors:
@@ -267,6 +270,9 @@ def create_node_pool(name: Any, *, flavor: Any, gpu_limit: Any, instance_types: 
     for field, value in (("instance_types", instance_types), ("capacity_types", capacity_types)):
         if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
             errors[field] = ["must be a list of strings"]
+        elif value is not None:
+            # Each becomes a value of a NodePool requirement (a label value on the node).
+            k8s_names.check(lambda v: k8s_names.each(k8s_names.label_value, v, "label values"), value, field, errors)
     if not errors and GpuNodePool.objects.filter(name=name).exists():
         errors["name"] = [f"node pool '{name}' already exists"]
     if errors:
@@ -493,9 +499,9 @@ def create_endpoint(tenant: Tenant, name: Any, *, model: Any, tier: Any, deploym
                     queue_target: Any = None, kv_cache_target: Any = None, triggers: Any = None) -> InferenceEndpoint:
     defaults.ensure_rows()
     errors: Errors = {}
-    if not isinstance(name, str) or not validation.NAME.match(name) or len(name) > 50:
-        errors["name"] = ["must be a DNS label of at most 50 characters"]
-    if not isinstance(model, str) or not model.strip() or len(model) > 200 or any(c in model for c in '"\\{}\n'):
+    validation.name(name, "name", errors, max_length=50)
+    if (not isinstance(model, str) or not model.strip() or len(model) > 200 or not model.isprintable()
+            or any(c in model for c in '"\\{}')):
         errors["model"] = ["is required: the served model name (no quotes, braces or backslashes)"]
     deployment = deployment or (name if isinstance(name, str) else "")
     validation.name(deployment, "deployment", errors)
@@ -543,7 +549,7 @@ def delete_endpoint(endpoint: InferenceEndpoint) -> None:
 
 # --- SLA tiers -----------------------------------------------------------------------------------
 
-CRON = validation.re.compile(r"^\S+( \S+){4}$")
+CRON = validation.re.compile(r"[!-~]+( [!-~]+){4}")  # five printable-ASCII fields (fullmatch)
 
 
 def tier_snapshot(tier: SlaTier) -> dict[str, Any]:
@@ -572,7 +578,7 @@ def set_sla_tier(name: Any, **fields: Any) -> SlaTier:
     for field in ("prewarm_start", "prewarm_end"):
         if fields.get(field) is not None:
             values[field] = str(fields[field]).strip()
-            if values[field] and not CRON.match(values[field]):
+            if values[field] and not CRON.fullmatch(values[field]):
                 errors[field] = ["must be a cron expression with five fields, e.g. 30 7 * * 1-5"]
     if not errors:
         if values["max_replicas"] < max(values["min_replicas"], 1):

@@ -8,7 +8,7 @@ from decimal import ROUND_HALF_UP, Decimal
 WHOLE, MIG, HAMI = "whole", "mig", "hami"
 MODES = (WHOLE, MIG, HAMI)
 # e.g. 1g.10gb, 3g.40gb, 7g.80gb, 1g.24gb+me
-MIG_PROFILE = re.compile(r"^(?P<slices>[1-7])g\.(?P<mem>\d+)gb(\+me)?$")
+MIG_PROFILE = re.compile(r"(?P<slices>[1-7])g\.(?P<mem>[0-9]+)gb(\+me)?")  # always fullmatch (no "\n" tail)
 # An A100/H100 has 7 compute slices; a MIG instance's share of the GPU is slices / 7.
 MIG_COMPUTE_SLICES = 7
 WEIGHT_QUANTUM = Decimal("0.0001")
@@ -30,7 +30,7 @@ def default_weight(mode: str, mig_profile: str = "", memory_percent: int | None 
     if mode == WHOLE:
         return Decimal(1)
     if mode == MIG:
-        match = MIG_PROFILE.match(mig_profile)
+        match = MIG_PROFILE.fullmatch(mig_profile)
         if not match:
             raise ValueError(f"not a MIG profile: {mig_profile!r} (expected like 3g.40gb)")
         return (Decimal(match["slices"]) / MIG_COMPUTE_SLICES).quantize(WEIGHT_QUANTUM)

@@ -6,7 +6,7 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+from gpufleet import k8s_names
 
 
 def count(value: Any, field: str, errors: dict[str, list[str]], *, optional: bool = False) -> int | None:
@@ -55,15 +55,12 @@ def decimal(value: Any, field: str, errors: dict[str, list[str]], *, low: Decima
     return number
 
 
-def name(value: Any, field: str, errors: dict[str, list[str]]) -> str:
-    if not isinstance(value, str) or not NAME.match(value):
-        errors[field] = ["must be a DNS label: lowercase letters, digits and '-', at most 63 characters"]
+def name(value: Any, field: str, errors: dict[str, list[str]], *, max_length: int = 63) -> str:
+    """An object name (flavor, cohort, node pool, tier, endpoint): a DNS-1123 label, full match."""
+    if problems := k8s_names.dns1123_label(value, max_length=max_length):
+        errors[field] = problems
         return ""
     return value
-
-
-LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?)?$")
-LABEL_KEY = re.compile(r"^([a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$")
 
 
 def label_value(text: str) -> str:
@@ -72,15 +69,15 @@ def label_value(text: str) -> str:
 
 
 def labels(value: Any, field: str, errors: dict[str, list[str]]) -> None:
-    if value is None:
-        return
-    if not isinstance(value, dict):
-        errors[field] = ["must be a mapping of label keys to values"]
-        return
-    for key, val in value.items():
-        if not isinstance(key, str) or not LABEL_KEY.match(key):
-            errors[field] = [f"{key!r} is not a valid label key"]
-            return
-        if not isinstance(val, str) or not LABEL_VALUE.match(val):
-            errors[field] = [f"{val!r} (for {key}) is not a valid label value"]
-            return
+    if value is not None:
+        k8s_names.check(k8s_names.labels, value, field, errors)
+
+
+def taints(value: Any, field: str, errors: dict[str, list[str]]) -> None:
+    if value is not None:
+        k8s_names.check(lambda v: k8s_names.each(k8s_names.taint, v, "taints"), value, field, errors)
+
+
+def tolerations(value: Any, field: str, errors: dict[str, list[str]]) -> None:
+    if value is not None:
+        k8s_names.check(lambda v: k8s_names.each(k8s_names.toleration, v, "tolerations"), value, field, errors)

@@ -1,4 +1,17 @@
-"""One reconcile per tenant at a time, across workers (PostgreSQL advisory locks)."""
+"""One reconcile per tenant at a time, across processes (PostgreSQL advisory locks).
+
+The lock is PostgreSQL's two-integer advisory lock `(namespace, key)`: the namespace is a FIXED number per
+kind of lock (below), the key the row's primary key. Both are the same in every process. (The first version
+derived the namespace from `hash(name)`, which Python salts per process, so two workers took different locks
+for the same tenant.) It is the session form (`pg_advisory_lock`), not `pg_advisory_xact_lock`, because a
+reconcile spans several transactions (status writes before and after the backend's apply); it is released
+in `finally`, and PostgreSQL releases it too if the connection dies.
+
+On SQLite (the embedded single-process demo) there are no advisory locks: a process-local threading lock
+serialises reconciles of one tenant between threads of THIS process only. Two processes on one SQLite file
+(e.g. `gpufleet reconcile` run while `gpufleet serve` reconciles) are NOT serialised against each other;
+SQLite's own write lock only makes each transaction atomic. Run several workers only on PostgreSQL.
+"""
 
 from __future__ import annotations
 
@@ -8,26 +21,30 @@ from contextlib import contextmanager
 
 from django.db import connection
 
-# Keeps gpufleet's advisory locks apart from anyone else's on a shared database.
-_LOCK_SPACE = 0x6770_6600
+# Fixed namespace numbers ("gpf" + a kind number): stable across processes, releases and Python versions,
+# and apart from anyone else's advisory locks on a shared database. Never reuse or renumber one.
+NAMESPACES = {"tenant": 0x6770_6601}
+_INT4 = range(-(2**31), 2**31)
 _local_locks: dict[str, threading.Lock] = {}
 _local_guard = threading.Lock()
 
 
 @contextmanager
 def exclusive(name: str, key: int) -> Iterator[None]:
-    """Hold an exclusive lock named (name, key) for the block."""
+    """Hold the exclusive lock (NAMESPACES[name], key) for the block; waits while another session holds it."""
+    namespace = NAMESPACES[name]
+    if key not in _INT4:  # the two-integer form takes int4 keys; a bigger pk would be an error, not a wrap
+        raise ValueError(f"advisory lock key {key} does not fit in a 32-bit integer")
     if connection.vendor == "postgresql":
-        space = _LOCK_SPACE + (hash(name) & 0xFF)
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_lock(%s, %s)", [space, key])
+            cursor.execute("SELECT pg_advisory_lock(%s, %s)", [namespace, key])
         try:
             yield
         finally:
             with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [space, key])
+                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [namespace, key])
     else:
-        # SQLite (the embedded demo) runs one process; a process-local lock is enough there.
+        # SQLite: this process's threads only (see the module docstring).
         with _local_guard:
             lock = _local_locks.setdefault(f"{name}:{key}", threading.Lock())
         with lock:

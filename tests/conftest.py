@@ -8,7 +8,20 @@ import pytest
 from rest_framework.test import APIClient
 
 from tests.support import factories
-from tests.support.services import REFERENCE_DIR
+from tests.support.services import REFERENCE_DIR, strict
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # type: ignore[no-untyped-def]
+    """In CI (GPUFLEET_REQUIRE_SERVICES=1) a skipped `service` test is a failure, whatever skipped it:
+    CI installs every component, so such a skip means a test silently stopped testing. `missing()`
+    already fails there; this catches a plain `pytest.skip` or a skipping fixture too."""
+    report = yield
+    if report.skipped and strict() and item.get_closest_marker("service") and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"service test skipped in CI (GPUFLEET_REQUIRE_SERVICES=1): {reason}"
+    return report
 
 
 @pytest.fixture(autouse=True)

@@ -1,10 +1,19 @@
 """The PromQL/MetricsQL that measures held GPU time per (tenant namespace, kind, hour) inside the TSDB.
 
-Grid. Time is cut into slots of one scrape interval `s`, aligned to the epoch: slot k = (k·s - s, k·s].
-A series *occupies* slot k when it has at least one raw sample in it: `present_over_time(x[s])` evaluated
-at t = k·s (windows are left-open, right-closed, in VictoriaMetrics and Prometheus ≥ 3). A steady scraper
-puts exactly one sample in every slot (scrapes are `s` apart), so "first to last sample plus one interval"
-equals "first to last occupied slot, inclusive", counted in slots.
+Grid. Time is cut into slots of one scrape interval `s`, aligned to the epoch: slot k = [k·s - s, k·s),
+closed on the left. A gauge sample at t reports a value that holds from t until the next sample (the TSDB's
+own instant-vector semantics), so it belongs to [t, t + s): a sample stamped exactly on a boundary k·s is
+in the slot that STARTS there. (The first version used (k·s - s, k·s], so with aligned scrapes, e.g.
+vmagent's `scrape_align_interval` or exporters stamping whole seconds, every run moved one interval back
+and a job first scraped at 00:00:00 on the 1st was billed 30 s to the previous month.)
+
+A series *occupies* slot k when it has at least one raw sample in it: `present_over_time(x[s] offset 1ms)`
+evaluated at t = k·s. Rollup windows are left-open, right-closed, (t - d, t], in VictoriaMetrics and
+Prometheus ≥ 3; timestamps are whole milliseconds, so the window shifted back by 1 ms,
+(k·s - s - 1ms, k·s - 1ms], holds exactly the samples of [k·s - s, k·s). Every rollup below carries that
+1 ms (`SHIFT_MS`) on top of its slot offset. A steady scraper puts exactly one sample in every slot
+(scrapes are `s` apart), so "first to last sample plus one interval" equals "first to last occupied slot,
+inclusive", counted in slots, at every scrape phase, 0 included.
 
 Gap bridging. With at most N missed scrapes tolerated, an empty slot k is still *held* when there are
 occupied slots a < k < b with b - a ≤ N + 1 (the empty run between them is at most N slots long).
@@ -15,14 +24,15 @@ That condition is not a product of two one-sided lookups (back ≤ N and ahead �
 
 (⇒: take i = k - a, then b - k ≤ N + 1 - i. ⇐: the two witnesses are at most N + 1 apart.)
 Each "any occ in a slot range" is one `present_over_time` with a window of that many slots and an
-offset: k-i..k-1 is `[i·s] offset s`, k+1..k+j is `[j·s] offset -j·s` (a negative offset looks ahead;
+offset: k-i..k-1 is `[i·s] offset s`, k+1..k+j is `[j·s] offset -j·s` (plus the 1 ms; a negative offset looks ahead;
 VictoriaMetrics supports it, Prometheus since 2.33). So held(k) is a plain instant expression, and
 `sum_over_time(held[1h:s])` at the end of an hour counts the held slots of that hour exactly (the
 subquery evaluates at the 3600/s aligned slot ends inside the left-open hour). Seconds = count x s.
 
 MetricsQL shortcut. VictoriaMetrics has `tlast_over_time`/`tfirst_over_time` (timestamps of the last/first
 raw sample in a window). With a = slot of the last sample in k-N..k and b = slot of the first sample in
-k..k+N (the slot of a sample at time x is ceil(x / s)), held(k) <=> b - a <= N + 1 (a = b = k when k is
+k..k+N (the slot of a sample at time x is floor(x / s) + 1; only differences matter, so the query uses
+floor(x / s)), held(k) <=> b - a <= N + 1 (a = b = k when k is
 occupied; otherwise a, b are the witnesses above): the same condition with 2 rollups instead of 2N + 1.
 `dialect="metricsql"` (default) uses it, `"promql"` the portable form; the tests run both on the same data.
 
@@ -86,9 +96,13 @@ def _by(labels: tuple[str, ...]) -> str:
     return ", ".join(labels)
 
 
+# Every window is shifted 1 ms back, so the slot ending at t is [t - s, t) (see the module docstring).
+SHIFT_MS = 1
+
+
 def _window(slots: int, offset_slots: int, s: int) -> str:
-    offset = f" offset {offset_slots * s}s" if offset_slots else ""
-    return f"[{slots * s}s]{offset}"
+    """`slots` whole slots ending `offset_slots` slots before the slot k the expression is evaluated for."""
+    return f"[{slots * s}s] offset {offset_slots * s * 1000 + SHIFT_MS}ms"
 
 
 def _old_to_new(expr: str) -> str:
@@ -131,10 +145,10 @@ class Queries:
         if self.settings.dialect == "metricsql":
             # The same condition with 2 rollups instead of 2N + 1: the slot of the last sample in
             # k-N..k and the slot of the first sample in k..k+N (a sample at time x is in slot
-            # ceil(x / s)) are at most N + 1 apart. Both are k when k is occupied. tlast/tfirst_over_time
+            # floor(x / s) + 1) are at most N + 1 apart. Both are k when k is occupied. tlast/tfirst_over_time
             # are MetricsQL (VictoriaMetrics), not PromQL.
-            last = f"ceil(({rollup('tlast_over_time', self.n + 1, 0)}) / {self.s})"
-            first = f"ceil(({rollup('tfirst_over_time', self.n + 1, -self.n, 'min')}) / {self.s})"
+            last = f"floor(({rollup('tlast_over_time', self.n + 1, 0)}) / {self.s})"
+            first = f"floor(({rollup('tfirst_over_time', self.n + 1, -self.n, 'min')}) / {self.s})"
             return f"((({first} - {last}) <= {self.n + 1}) * 0 + 1)"
         terms = [occupied]
         for i in range(1, self.n + 1):
@@ -151,7 +165,7 @@ class Queries:
         return f'label_replace({inner}, "UUID", "$1", "device_uuid", "(.+)")'
 
     def _hami_share(self) -> str:
-        lookback = f"[{(self.n + 1) * self.s}s]"
+        lookback = _window(self.n + 1, 0, self.s)
         memory = (f"(max by ({_by(HAMI_IDENTITY)}) (last_over_time({self.hami_memory}{lookback}))"
                   f" / on (device_uuid) group_left"
                   f" max by (device_uuid) (last_over_time({HAMI_DEVICE_MEMORY}{lookback})))")
@@ -183,7 +197,7 @@ class Queries:
     def hami_hourly_share_slots(self) -> str:
         """Σ share over held slots per (tenant namespace, HAMi device type) in the hour ending at t."""
         device_type = (f"group by (device_uuid, device_type) "
-                       f"(last_over_time({HAMI_DEVICE_MEMORY}[3600s]))")
+                       f"(last_over_time({HAMI_DEVICE_MEMORY}[3600s] offset {SHIFT_MS}ms))")
         return (f"sum by ({_by(HAMI_GROUP)}) ("
                 f"sum_over_time(({self.hami_share_slot()})[3600s:{self.s}s])"
                 f" * on (device_uuid) group_left (device_type) {device_type})")

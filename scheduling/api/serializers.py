@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from gpufleet.api.fields import NameField
+
 from ..models import Cohort, Flavor, GpuNodePool, InferenceEndpoint, Quota, QuotaChangeRequest, TenantScheduling
 
 
@@ -32,8 +34,8 @@ class NodePoolSerializer(serializers.ModelSerializer):
 
 
 class NodePoolCreateSerializer(serializers.Serializer):
-    name = serializers.CharField()
-    flavor = serializers.CharField()
+    name = NameField()
+    flavor = NameField()
     gpu_limit = serializers.JSONField()
     instance_types = serializers.JSONField(required=False)
     capacity_types = serializers.JSONField(required=False)
@@ -55,8 +57,8 @@ class QuotaSerializer(serializers.ModelSerializer):
 class QuotaWriteSerializer(serializers.Serializer):
     """Numbers stay raw (JSONField) so the action reports 'must not be negative' etc. on the field."""
 
-    tenant = serializers.CharField()
-    flavor = serializers.CharField()
+    tenant = NameField()
+    flavor = NameField()
     nominal = serializers.JSONField()
     borrowing_limit = serializers.JSONField(required=False, allow_null=True)
     lending_limit = serializers.JSONField(required=False, allow_null=True)
@@ -95,11 +97,11 @@ class EndpointSerializer(serializers.ModelSerializer):
 
 
 class EndpointCreateSerializer(serializers.Serializer):
-    tenant = serializers.CharField()
-    name = serializers.CharField()
+    tenant = NameField()
+    name = NameField()
     model = serializers.CharField()
-    tier = serializers.CharField()
-    deployment = serializers.CharField(required=False)
+    tier = NameField()
+    deployment = NameField(required=False)
     queue_target = serializers.JSONField(required=False)
     kv_cache_target = serializers.JSONField(required=False)
     triggers = serializers.JSONField(required=False)
@@ -126,7 +128,7 @@ class TenantSchedulingSerializer(serializers.ModelSerializer):
 
 
 class TenantSchedulingWriteSerializer(serializers.Serializer):
-    tenant = serializers.CharField()
-    cohort = serializers.CharField(required=False, allow_blank=True)
+    tenant = NameField()
+    cohort = NameField(required=False, allow_blank=True)
     fair_sharing_weight = serializers.JSONField(required=False)
-    priority_class = serializers.CharField(required=False, allow_blank=True)
+    priority_class = NameField(required=False, allow_blank=True)

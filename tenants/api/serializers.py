@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from gpufleet.api.fields import NameField
+
 from ..models import Membership, Tenant
 
 
@@ -31,7 +33,7 @@ class TenantSerializer(serializers.ModelSerializer):
 class TenantCreateSerializer(serializers.Serializer):
     """Shape only; the rules (slug, trust level, uniqueness) live in tenants.actions."""
 
-    slug = serializers.CharField(trim_whitespace=False, allow_blank=True)
+    slug = NameField(allow_blank=True)
     trust_level = serializers.CharField(allow_blank=True)
     display_name = serializers.CharField(required=False, allow_blank=True, max_length=1000)
 

@@ -9,7 +9,7 @@ from typing import Any
 MAX_ENTRIES = 64
 # A DNS label; a pattern may start with "*." (Cilium matchPattern), nothing else is a wildcard we accept.
 _LABEL = r"(?!-)[a-z0-9-]{1,63}(?<!-)"
-_FQDN = re.compile(rf"^(\*\.)?({_LABEL}\.)+[a-z]{{2,63}}\.?$")
+_FQDN = re.compile(rf"(\*\.)?({_LABEL}\.)+[a-z]{{2,63}}\.?")  # fullmatch: no "\n" tail
 
 
 def cidr_errors(values: Any) -> list[str]:
@@ -43,7 +43,7 @@ def fqdn_errors(values: Any) -> list[str]:
     problems = [
         f"{v!r} is not a DNS name or '*.'-prefixed pattern (lower case, no bare '*', no '*' inside)"
         for v in values
-        if len(v) > 253 or not _FQDN.match(v)
+        if len(v) > 253 or not _FQDN.fullmatch(v)
     ]
     if len(set(values)) != len(values):
         problems.append("lists a name twice")

@@ -4,10 +4,11 @@ People authenticate as themselves through the platform's OIDC issuer (kubelogin,
 PKCE); the virtual API server trusts that issuer (see vcluster.oidc_args). So the file carries nothing
 that must be kept secret: no token, no password, no client key.
 
-The CA: the vCluster generates its own CA at install time. When the platform knows it (a provider in
-CA_PROVIDERS, e.g. the OpenBao-backed one that reads the vCluster's secret), it is embedded; else the
-operator-configured bundle (GPUFLEET_VCLUSTER_CA_BUNDLE, e.g. the ingress's CA) is used; else none is
-written and kubectl verifies the server with the system roots (a publicly trusted ingress certificate).
+The CA: the vCluster generates its own CA at install time, and gpufleet does not read it back today.
+CA_PROVIDERS is an extension point (functions tenant -> PEM, tried in order) and is EMPTY in gpufleet:
+no provider ships (none reads the vCluster's secret, from OpenBao or elsewhere). So the CA written is the
+operator-configured bundle (GPUFLEET_VCLUSTER_CA_BUNDLE, e.g. the ingress's CA) when set; else none, and
+kubectl verifies the server with the system roots (a publicly trusted ingress certificate).
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from django.db import connection, connections
 from billing import actions, invoicing
 from billing.models import Invoice, InvoiceCounter
 from tests.billing.helpers import catalog, hour, sample, tenants, usage
+from tests.support.services import missing
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -40,7 +41,7 @@ def _in_threads(fn, args_list):
 
 def test_finalize_twice_concurrently_yields_one_finalized_invoice():
     if connection.vendor != "postgresql":
-        pytest.skip("row locks need PostgreSQL")
+        missing("row locks need PostgreSQL (set DATABASE_URL=postgres://...)")
     flavors = catalog()
     tenants("acme", "globex")
     usage(hour(2026, 10, 1), hour(2026, 11, 1), [sample("acme", flavors["a100"], hour(2026, 10, 2), "3600"),
@@ -61,7 +62,7 @@ def test_finalize_twice_concurrently_yields_one_finalized_invoice():
 
 def test_redrafting_while_finalizing_never_changes_the_finalized_invoice():
     if connection.vendor != "postgresql":
-        pytest.skip("row locks need PostgreSQL")
+        missing("row locks need PostgreSQL (set DATABASE_URL=postgres://...)")
     flavors = catalog()
     tenants("acme")
     usage(hour(2026, 10, 1), hour(2026, 11, 1), [sample("acme", flavors["a100"], hour(2026, 10, 2), "3600")])

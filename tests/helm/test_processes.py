@@ -45,18 +45,21 @@ def database() -> Iterator[str]:
 
     base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test")
     name = f"gpufleet_helm_{os.getpid()}"
+    parts = urlsplit(base)
+    # The server's maintenance database, as Django does: DATABASE_URL's own database need not exist
+    # (a fresh machine running `make test` has none; the test databases are created per run).
+    server = urlunsplit(parts._replace(path="/postgres"))
     try:
-        admin = psycopg.connect(base, autocommit=True, connect_timeout=5)
+        admin = psycopg.connect(server, autocommit=True, connect_timeout=5)
     except psycopg.OperationalError as exc:
-        missing(f"PostgreSQL is not reachable at {base}: {exc}")
+        missing(f"PostgreSQL is not reachable at {server}: {exc}")
     with admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
         admin.execute(f'CREATE DATABASE "{name}"')
-    parts = urlsplit(base)
     try:
         yield urlunsplit(parts._replace(path=f"/{name}"))
     finally:
-        with psycopg.connect(base, autocommit=True) as admin:
+        with psycopg.connect(server, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 

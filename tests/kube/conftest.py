@@ -9,12 +9,16 @@ from kubernetes.client import ApiClient, Configuration
 
 from infra.kube.backend import KubernetesBackend
 from tests.secrets.conftest import bao_server  # noqa: F401 - the real OpenBao server, shared with tests/secrets
+from tests.support.services import need_reference
 
 from .emulator import EmulatorThread
 
 
 @pytest.fixture
 def kube() -> Iterator[EmulatorThread]:
+    # The emulator serves the CRDs from the upstream reference data; without it every call would answer
+    # "CRD not installed?". Skip (or fail in CI) with the same message as the other schema tests.
+    need_reference()
     try:
         import kmock  # noqa: F401
     except ImportError:

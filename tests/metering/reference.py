@@ -22,7 +22,7 @@ def _parse(lines: Iterable[str]):
         m = LINE.match(line)
         assert m, line
         labels = {OLD.get(k, k): v for k, v in LABEL.findall(m["labels"])}
-        yield m["name"], labels, Decimal(m["value"]), int(m["ts"]) // 1000
+        yield m["name"], labels, Decimal(m["value"]), int(m["ts"])  # milliseconds
 
 
 def _held(slots: set[int], n: int) -> set[int]:
@@ -44,7 +44,7 @@ def expected(lines: Iterable[str], *, interval: int, n: int, usage_metric: str) 
     memory: dict[tuple, dict[int, Decimal]] = defaultdict(dict)
     cores: dict[tuple, dict[int, Decimal]] = defaultdict(dict)
     for name, labels, value, ts in _parse(lines):
-        slot = -(-ts // interval)  # the slot (k*s - s, k*s] holding this sample
+        slot = ts // (interval * 1000) + 1  # the slot [k*s - s, k*s) holding this sample (a gauge holds from t on)
         ns, pod = labels.get("namespace", ""), labels.get("pod", "")
         tenant_ok = ns.startswith("tenant-") and len(ns) > len("tenant-") and pod != ""
         if name == usage_metric and tenant_ok:

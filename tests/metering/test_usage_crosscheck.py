@@ -46,9 +46,9 @@ def _holds(rng: random.Random, begin, end, interval: int) -> list:
     return holds
 
 
-def _timeline(seed: int, year: int) -> Timeline:
+def _timeline(seed: int, year: int, phase: int) -> Timeline:
     rng = random.Random(seed)
-    t = Timeline(at(year, 5, 1, 8), at(year, 5, 1, 13))
+    t = Timeline(at(year, 5, 1, 8), at(year, 5, 1, 13), phase=phase)
     begin, end = at(year, 5, 1, 8, 30), at(year, 5, 1, 12, 30)
     replica_sets = (({"instance": "a", "job": "dcgm"},),
                     ({"instance": "a", "prometheus_replica": "r0"}, {"instance": "a", "prometheus_replica": "r1"}))
@@ -74,11 +74,12 @@ def _timeline(seed: int, year: int) -> Timeline:
     return t
 
 
-@pytest.mark.parametrize("seed", [11, 12, 13])
+# Scrape phases 0 (aligned: every sample on a slot boundary), 7 and 29 (one second before the next boundary).
+@pytest.mark.parametrize(("seed", "phase"), [(11, 7), (12, 0), (13, 29)])
 @pytest.mark.parametrize("max_gap", [0, 1, 3])
 @pytest.mark.parametrize("dialect", ["metricsql", "promql"])
-def test_tsdb_matches_brute_force(victoria, metrics, year, seed, max_gap, dialect):
-    timeline = _timeline(seed, year)
+def test_tsdb_matches_brute_force(victoria, metrics, year, seed, phase, max_gap, dialect):
+    timeline = _timeline(seed, year, phase)
     raw = list(lines(timeline))
     victoria.import_prometheus(raw)
     want: dict[tuple, Decimal] = {}

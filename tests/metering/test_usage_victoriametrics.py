@@ -112,6 +112,26 @@ def test_hour_and_month_boundaries_and_split_windows(victoria, metrics, year):
     assert run(metrics, at(year, 1, 31, 20), at(year, 2, 1, 3)).samples == whole.samples  # idempotent
 
 
+@pytest.mark.parametrize("phase", [0, 1, 7, 29])
+@pytest.mark.parametrize("dialect", ["metricsql", "promql"])
+def test_aligned_scrapes_bill_nothing_to_the_previous_month(victoria, metrics, year, phase, dialect):
+    """A gauge sample at t holds from t until the next one: it belongs to [t, t + s). A job whose first
+    scrape is at 00:00:00 on the 1st (phase 0, aligned scrapes) bills 0 s to the previous month, and one
+    whose last scrape is at 23:59:30 on the 31st bills 0 s to the next. Exact at every phase."""
+    t = Timeline(at(year, 1, 31, 22), at(year, 2, 1, 2), phase=phase)
+    t.gpus = [
+        Gpu("GPU-a0", H100, (Hold("tenant-acme", "starts", at(year, 2, 1, 0), at(year, 2, 1, 0, 30)),)),
+        Gpu("GPU-a1", H100, (Hold("tenant-beta", "ends", at(year, 1, 31, 23, 30), at(year, 2, 1, 0)),), index=1),
+    ]
+    load(victoria, t)
+    january = run(metrics, at(year, 1, 31, 0), at(year, 2, 1, 0), dialect=dialect, max_gap_scrapes=3)
+    february = run(metrics, at(year, 2, 1, 0), at(year, 2, 2, 0), dialect=dialect, max_gap_scrapes=3)
+    assert {(s.tenant_slug, s.hour_start, s.unit_seconds) for s in january.samples} == {
+        ("beta", at(year, 1, 31, 23), D(1800))}
+    assert {(s.tenant_slug, s.hour_start, s.unit_seconds) for s in february.samples} == {
+        ("acme", at(year, 2, 1, 0), D(1800))}
+
+
 @pytest.mark.parametrize("dialect", ["metricsql", "promql"])
 def test_missed_scrapes_are_bridged_up_to_the_limit(victoria, metrics, year, dialect):
     day = (year, 3, 4)

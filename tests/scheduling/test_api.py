@@ -191,3 +191,24 @@ def test_quota_requests_are_scoped_and_lists_cost_constant_queries(fleet, tenant
     for path in ("/api/v1/quota-requests/", "/api/v1/quotas/", "/api/v1/flavors/", "/api/v1/endpoints/"):
         with django_assert_max_num_queries(6):
             assert admin_api.get(path).status_code == 200
+
+
+@pytest.mark.parametrize(("url", "payload", "field"), [
+    ("/api/v1/quotas/", {"tenant": "t-standard", "flavor": 123, "nominal": 1}, "flavor"),
+    ("/api/v1/quotas/", {"tenant": 123, "flavor": "h100", "nominal": 1}, "tenant"),
+    ("/api/v1/quota-requests/", {"tenant": "t-standard", "flavor": ["h100"], "nominal": 1}, "flavor"),
+    ("/api/v1/node-pools/", {"name": 5, "flavor": "h100", "gpu_limit": 1}, "name"),
+    ("/api/v1/node-pools/", {"name": "pool\n", "flavor": "h100", "gpu_limit": 1}, "name"),
+    ("/api/v1/endpoints/", {"tenant": "t-standard", "name": "chat\n", "model": "m", "tier": "standard"}, "name"),
+    ("/api/v1/endpoints/", {"tenant": "t-standard", "name": "chat", "model": "m", "tier": 1}, "tier"),
+    ("/api/v1/tenant-scheduling/", {"tenant": "t-standard", "cohort": 7}, "cohort"),
+])
+def test_names_are_json_strings_taken_as_sent(fleet, tenants, admin_api, django_capture_on_commit_callbacks,
+                                              url, payload, field) -> None:
+    """DRF's CharField would turn 123 into "123" and strip "chat\\n" to "chat"; names are taken as sent."""
+    before = AuditEvent.objects.count()
+    with django_capture_on_commit_callbacks() as callbacks:
+        response = admin_api.post(url, payload, format="json")
+    assert response.status_code == 400, response.content
+    assert field in fields(response), response.json()
+    assert AuditEvent.objects.count() == before and callbacks == []

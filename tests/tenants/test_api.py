@@ -39,6 +39,21 @@ BAD_SLUGS = [
     ("tenant-acme", "must not start with"),
     ("kube-acme", "must not start with"),
     ("", "required"),
+    # Python's `$` matches before a trailing newline: "abc\n" was a tenant, with a GitOps path `tenants/abc\n/`.
+    ("abc\n", "whitespace or control"),
+    ("abc\r\n", "whitespace or control"),
+    (" abc", "whitespace or control"),
+    ("ab c", "whitespace or control"),
+    ("abc\t", "whitespace or control"),
+    ("abc\x00", "Null characters"),             # DRF's own refusal
+    ("abc\u00a0", "whitespace or control"),      # non-breaking space
+    ("abc\u0085", "whitespace or control"),      # NEL, a line break to str.splitlines
+    ("\u0430cme", "ASCII"),                      # Cyrillic a, looks like "acme"
+    ("acme\uff0d1", "ASCII"),                    # full-width hyphen-minus
+    (123, "must be a string, not a number"),     # DRF's CharField would have made it "123"
+    (12.5, "must be a string, not a number"),
+    (True, "must be a string"),
+    (["acme"], "must be a string"),
 ]
 
 

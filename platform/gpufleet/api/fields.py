@@ -1,0 +1,28 @@
+"""Serializer fields shared by the API apps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from gpufleet import k8s_names
+
+
+class NameField(serializers.CharField):
+    """A name that reaches Kubernetes (slug, flavor, cohort...): a JSON string taken as sent.
+
+    DRF's CharField turns the number 123 into "123" and strips whitespace, so `"slug": 123` and
+    `"slug": "abc\\n"` would reach the action as a different, valid-looking name. This field refuses
+    non-strings and keeps the text unchanged; the Kubernetes rule itself is checked by the action
+    (gpufleet.k8s_names), which the CLI and the portal call too.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            raise serializers.ValidationError(k8s_names.text_problems(data))
+        return super().to_internal_value(data)
