@@ -80,6 +80,8 @@ class Catalog:
     business_timezone: str = "UTC"
     node_class_group: str = "karpenter.k8s.aws"
     node_class_kind: str = "EC2NodeClass"
+    # The serving image of platform-owned inference Deployments (scheduling.endpoints).
+    vllm_image: str = "vllm/vllm-openai:v0.33.0"
 
     def flavor(self, name: str) -> FlavorSpec | None:
         return next((f for f in self.flavors if f.name == name), None)
@@ -171,6 +173,7 @@ def load_catalog() -> dict[str, Catalog]:
             business_timezone=settings.GPUFLEET_BUSINESS_TIMEZONE,
             node_class_group=settings.GPUFLEET_KARPENTER_NODE_CLASS_GROUP,
             node_class_kind=settings.GPUFLEET_KARPENTER_NODE_CLASS_KIND,
+            vllm_image=getattr(settings, "GPUFLEET_VLLM_IMAGE", "") or Catalog.vllm_image,
         )
     }
 
