@@ -10,7 +10,7 @@ class SchedulingConfig(AppConfig):
         from tenants import reconcile
         from tenants import render as tenant_render
 
-        from . import inputs, render  # noqa: F401  (registers the render sections)
+        from . import inputs, prerequisites, render  # noqa: F401  (registers the render sections)
 
         if inputs.load_tenant not in reconcile.VIEW_EXTRAS:
             reconcile.VIEW_EXTRAS.append(inputs.load_tenant)

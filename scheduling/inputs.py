@@ -65,6 +65,7 @@ class NodePoolSpec:
     node_class: str
     consolidation_policy: str
     consolidate_after: str
+    gpus_per_node: int = 8
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,8 @@ class Catalog:
     node_class_kind: str = "EC2NodeClass"
     # The serving image of platform-owned inference Deployments (scheduling.endpoints).
     vllm_image: str = "vllm/vllm-openai:v0.33.0"
+    # Kueue's Configuration enables fair sharing (scheduling.prerequisites) only when this is on.
+    kueue_fair_sharing: bool = False
 
     def flavor(self, name: str) -> FlavorSpec | None:
         return next((f for f in self.flavors if f.name == name), None)
@@ -163,7 +166,8 @@ def load_catalog() -> dict[str, Catalog]:
             or tuple(PRIORITY_CLASSES),
             node_pools=tuple(
                 NodePoolSpec(p.name, flavors[p.flavor_id], list(p.instance_types), list(p.capacity_types),
-                             p.gpu_limit, p.node_class, p.consolidation_policy, p.consolidate_after)
+                             p.gpu_limit, p.node_class, p.consolidation_policy, p.consolidate_after,
+                             p.gpus_per_node)
                 for p in GpuNodePool.objects.all()
             ),
             default_cohort=settings.GPUFLEET_DEFAULT_COHORT,
@@ -174,6 +178,7 @@ def load_catalog() -> dict[str, Catalog]:
             node_class_group=settings.GPUFLEET_KARPENTER_NODE_CLASS_GROUP,
             node_class_kind=settings.GPUFLEET_KARPENTER_NODE_CLASS_KIND,
             vllm_image=getattr(settings, "GPUFLEET_VLLM_IMAGE", "") or Catalog.vllm_image,
+            kueue_fair_sharing=bool(getattr(settings, "GPUFLEET_KUEUE_FAIR_SHARING", False)),
         )
     }
 

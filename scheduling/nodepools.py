@@ -24,15 +24,18 @@ from typing import Any
 
 from infra.manifests import Manifest
 
+from . import catalog
 from .inputs import Catalog, FlavorSpec, NodePoolSpec, QuotaSpec
 
 KARPENTER = "karpenter.sh/v1"
+KARPENTER_ALPHA = "karpenter.sh/v1alpha1"
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
 PRODUCT_LABEL = "nvidia.com/gpu.product"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"  # read by the GPU operator's mig-manager (mig-parted configs)
 POOL_LABEL = "gpufleet.io/node-pool"
 FLAVOR_LABEL = "gpufleet.io/flavor"
 MODE_LABEL = "gpufleet.io/gpu-mode"
+GPUS_PER_NODE = "gpufleet.io/gpus-per-node"
 DEDICATED_LABEL = "gpufleet.io/dedicated-tenant"  # same key as tenants.isolation.policy.DEDICATED_POOL_LABEL
 AWS_NODE_CLASS_GROUP = "karpenter.k8s.aws"
 AWS_GPU_NAME = "karpenter.k8s.aws/instance-gpu-name"  # karpenter-provider-aws pkg/apis/v1/labels.go
@@ -49,6 +52,9 @@ def flavor_node_labels(flavor: FlavorSpec) -> dict[str, str]:
     labels = dict(flavor.node_labels)
     if flavor.product_label:
         labels.setdefault(PRODUCT_LABEL, flavor.product_label)
+    # One GPU model's nodes come in three shapes (whole, MIG-partitioned, HAMi): the mode label keeps a
+    # whole-GPU pod off a MIG node (no nvidia.com/gpu under the mixed strategy) and off HAMi's nodes.
+    labels.setdefault(MODE_LABEL, flavor.mode)
     return dict(sorted(labels.items()))
 
 
@@ -112,6 +118,9 @@ def pool_taints(pool: NodePoolSpec) -> list[dict[str, Any]]:
 
 def _node_pool(name: str, metadata: dict[str, Any], pool: NodePoolSpec, cat: Catalog, *,
                labels: dict[str, str], taints: list[dict[str, Any]], gpu_limit: int) -> Manifest:
+    # What the operator declared about the instance types (Karpenter learns it from the cloud provider);
+    # read by the journey model and by `gpufleet doctor`, not by Karpenter.
+    metadata = {**metadata, "annotations": {GPUS_PER_NODE: str(pool.gpus_per_node)}}
     return {
         "apiVersion": KARPENTER,
         "kind": "NodePool",
@@ -142,18 +151,57 @@ def node_pool(pool: NodePoolSpec, cat: Catalog) -> Manifest:
                       taints=pool_taints(pool), gpu_limit=pool.gpu_limit)
 
 
+def overlay_capacity(pool: NodePoolSpec) -> dict[str, str]:
+    """Extended resources a node of this pool offers beyond the cloud's `nvidia.com/gpu`: MIG slices
+    (mig-parted `all-<profile>`: whole slices per GPU) or HAMi's percentages (100 per GPU)."""
+    flavor, gpus = pool.flavor, pool.gpus_per_node
+    if flavor.mode == "mig":
+        return {flavor.resource: str(catalog.units_per_gpu(flavor.weight) * gpus)}
+    if flavor.mode == "hami":
+        return {r: str(100 * gpus) for r in flavor.resources if r != "nvidia.com/gpu"}
+    return {}
+
+
+def node_overlay(pool_name: str, metadata: dict[str, Any], pool: NodePoolSpec) -> Manifest | None:
+    """Karpenter only launches a node for a pod whose requests an instance type offers; the cloud provider
+    knows `nvidia.com/gpu` but not MIG slices or HAMi shares, so without this every MIG/HAMi pod is
+    "incompatible with all instance types". NodeOverlay (karpenter.sh/v1alpha1, v1.14.1
+    `pkg/apis/crds/karpenter.sh_nodeoverlays.yaml`, feature gate NodeOverlay) appends the capacity for
+    the pool's nodes only."""
+    capacity = overlay_capacity(pool)
+    if not capacity:
+        return None
+    return {
+        "apiVersion": KARPENTER_ALPHA,
+        "kind": "NodeOverlay",
+        "metadata": metadata,
+        "spec": {"requirements": [{"key": "karpenter.sh/nodepool", "operator": "In", "values": [pool_name]}],
+                 "capacity": capacity},
+    }
+
+
+def platform_pool_objects(pool: NodePoolSpec, cat: Catalog) -> list[Manifest]:
+    from tenants.render import platform_metadata
+
+    overlay = node_overlay(pool.name, platform_metadata(pool.name), pool)
+    return [node_pool(pool, cat), *([overlay] if overlay else [])]
+
+
 def dedicated_pool_name(slug: str, pool: NodePoolSpec) -> str:
     return f"{pool.name}-{slug}"[:63].rstrip("-")
 
 
 def dedicated_gpu_limit(pool: NodePoolSpec, quota: QuotaSpec | None) -> int:
-    """The tenant's own nodes never exceed what its quota can admit (nominal + borrowing), nor the pool's
-    limit; GPUs per node are the instance type's, so the limit is in GPUs like the shared pool's."""
+    """GPUs the tenant's own nodes may add up to: what its quota can admit (nominal + borrowing), rounded
+    up to whole nodes -- Karpenter counts a launch against `limits` with the instance's full capacity,
+    so a limit below one node's GPUs launches nothing -- and never above the shared pool's limit."""
     if quota is None:
         return 0
     if quota.borrowing_limit is None:
         return pool.gpu_limit
-    return min(pool.gpu_limit, quota.nominal + quota.borrowing_limit)
+    wanted = quota.nominal + quota.borrowing_limit
+    nodes = -(-wanted // pool.gpus_per_node)
+    return min(pool.gpu_limit, nodes * pool.gpus_per_node)
 
 
 def dedicated_pools(slug: str, metadata_of: Any, modes: frozenset[str], quotas: dict[str, QuotaSpec],
@@ -171,4 +219,7 @@ def dedicated_pools(slug: str, metadata_of: Any, modes: frozenset[str], quotas: 
         labels = {**pool_labels(pool, cat), DEDICATED_LABEL: slug, POOL_LABEL: name}
         out.append(_node_pool(name, metadata_of(name), pool, cat, labels=labels,
                               taints=[*pool_taints(pool), taint], gpu_limit=limit))
+        overlay = node_overlay(name, metadata_of(name), pool)
+        if overlay:
+            out.append(overlay)
     return out

@@ -128,7 +128,8 @@ def render_platform_scheduling(ctx: RenderContext) -> list[Manifest]:
                     "spec": {"levels": levels}})
         out.append({"apiVersion": KAI_TOPOLOGY, "kind": "Topology",
                     "metadata": platform_metadata(cat.topology_name), "spec": {"levels": levels}})
-    out.extend(nodepools.node_pool(pool, cat) for pool in cat.node_pools)
+    for pool in cat.node_pools:
+        out.extend(nodepools.platform_pool_objects(pool, cat))
     return out
 
 
