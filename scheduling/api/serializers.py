@@ -26,8 +26,8 @@ class NodePoolSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = GpuNodePool
-        fields = ["id", "name", "flavor", "instance_types", "capacity_types", "gpu_limit", "gpus_per_node", "node_class",
-                  "consolidation_policy", "consolidate_after", "allow_underutilized", "warnings"]
+        fields = ["id", "name", "flavor", "instance_types", "capacity_types", "gpu_limit", "gpus_per_node",
+                  "node_class", "consolidation_policy", "consolidate_after", "allow_underutilized", "warnings"]
         read_only_fields = fields
 
 

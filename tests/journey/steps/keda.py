@@ -111,7 +111,8 @@ def trigger_problem(trigger: dict[str, Any], target: dict[str, Any], scraped: li
         if wanted.get("namespace", _ns(target)) != _ns(target):
             return f"trigger {trigger.get('name')}: selects namespace {wanted['namespace']}, pods run in {_ns(target)}"
         if "model_name" in wanted and wanted["model_name"] not in models:
-            return f"trigger {trigger.get('name')}: model_name {wanted['model_name']!r} is not served ({sorted(models)})"
+            served = sorted(models)
+            return f"trigger {trigger.get('name')}: model_name {wanted['model_name']!r} is not served ({served})"
     if not scraped:
         null = " and ignoreNullValues makes it read 0 forever" if meta.get("ignoreNullValues") == "true" else ""
         return f"trigger {trigger.get('name')}: nothing scrapes the target's pods{null}"
