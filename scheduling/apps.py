@@ -16,6 +16,10 @@ class SchedulingConfig(AppConfig):
             reconcile.VIEW_EXTRAS.append(inputs.load_tenant)
         if inputs.load_catalog not in tenant_render.CONTEXT_EXTRAS:
             tenant_render.CONTEXT_EXTRAS.append(inputs.load_catalog)
+        from .endpoints import replicate_services
+
+        if replicate_services not in tenant_render.VCLUSTER_VALUES_HOOKS:
+            tenant_render.VCLUSTER_VALUES_HOOKS.append(replicate_services)
         from . import inputs_many  # batch loaders for fleet-wide passes (gitops-sync)
 
         inputs_many.register()

@@ -161,3 +161,16 @@ def scaled_object(meta: dict[str, Any], namespace: str, cat: Catalog, endpoint: 
             "triggers": triggers,
         },
     }
+
+
+def replicate_services(view: Any, ctx: Any, values: dict[str, Any]) -> None:
+    """vcluster.yaml hook: each endpoint's host Service appears inside the virtual cluster as
+    `endpoint-<name>` in `default` (chart `networking.replicateServices.fromHost`, v0.36.1), so the
+    tenant's own pods call the platform-owned server by a name of their cluster."""
+    sched = view.extra.get("scheduling")
+    if sched is None or not sched.endpoints:
+        return
+    mappings = values.setdefault("networking", {}).setdefault("replicateServices", {}).setdefault("fromHost", [])
+    for endpoint in sched.endpoints:
+        name = object_name(endpoint)
+        mappings.append({"from": f"{view.namespace}/{name}", "to": f"default/{name}"})

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from scheduling import actions
+from tenants.backends import get_schema_registry
 from tenants.models import Phase
 from tenants.reconcile import desired_manifests
 from tenants.render import RenderContext, render_platform
@@ -98,6 +99,14 @@ def admitted(fleet: Fleet, pod: dict[str, Any], flavor: str) -> dict[str, Any]:
     pod["spec"]["nodeSelector"] = {**pod["spec"].get("nodeSelector", {}), **spec.get("nodeLabels", {})}
     pod["spec"]["tolerations"] = [*pod["spec"].get("tolerations", []), *spec.get("tolerations", [])]
     return pod
+
+
+def test_the_fleet_the_journeys_run_on_validates_against_upstream_schemas(fleet) -> None:
+    need_reference()
+    assert get_schema_registry().validate(fleet.manifests) == []
+    kinds = {m["kind"] for m in fleet.manifests}
+    assert {"NodePool", "NodeOverlay", "Deployment", "Service", "VMServiceScrape", "ScaledObject",
+            "HelmRelease", "OCIRepository"} <= kinds
 
 
 JOURNEYS = [
@@ -212,6 +221,20 @@ def test_every_scaled_object_scales_a_host_deployment_on_a_scraped_metric(fleet)
                "spec": copy.deepcopy(template["spec"])}
     assert keda.step(serving, fleet).ok
     assert karpenter.step(admitted(fleet, serving, "h100"), fleet).ok
+    # Tenant pods inside the virtual cluster reach it by a name of their own cluster.
+    values = fleet.find("HelmRelease", "vcluster", "tenant-acme")["spec"]["values"]
+    assert values["networking"]["replicateServices"]["fromHost"] == [
+        {"from": "tenant-acme/endpoint-chat", "to": "default/endpoint-chat"}]
+
+
+def test_pods_without_gpus_never_get_gpu_nodes(fleet) -> None:
+    """The vCluster control plane and system pods tolerate no GPU taint: every GPU pool refuses them
+    (they run on the cluster's general nodes), so they never cost a GPU node."""
+    pod = {"metadata": {"name": "vcluster-0", "namespace": "tenant-gamma"},
+           "spec": {"containers": [{"name": "syncer", "resources": {"requests": {"cpu": "200m"}}}]}}
+    result = karpenter.step(pod, fleet)
+    assert not result.ok
+    assert result.reason.count("did not tolerate nvidia.com/gpu=true:NoSchedule") == len(karpenter.node_pools(fleet))
 
 
 def test_keda_refuses_missing_targets_and_unscraped_metrics(fleet) -> None:
