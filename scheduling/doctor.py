@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from infra.errors import InfraError
+
 from . import nodepools
 from .inputs import Catalog
 from .prerequisites import COMPONENTS, KARPENTER, KUEUE_FRAMEWORKS, PLATFORM_NAMESPACES, kueue_configuration
@@ -201,5 +203,20 @@ def check_topology_labels(read: Read, cat: Catalog) -> list[Finding]:
 
 
 def diagnose(read: Read, cat: Catalog) -> list[Finding]:
-    return [*check_crds(read), *check_kueue_config(read, cat), *check_hami_webhook(read, cat),
-            *check_node_pools(read, cat), *check_topology_labels(read, cat)]
+    """Every check; one the cluster refuses to answer (403, a timeout) is itself a failed finding, so a
+    partial view never reads as a healthy cluster and never hides the other checks."""
+    checks: list[tuple[str, Callable[[], list[Finding]]]] = [
+        ("crds", lambda: check_crds(read)),
+        ("kueue/configuration", lambda: check_kueue_config(read, cat)),
+        ("hami/webhook", lambda: check_hami_webhook(read, cat)),
+        ("karpenter", lambda: check_node_pools(read, cat)),
+        ("topology/nodes", lambda: check_topology_labels(read, cat)),
+    ]
+    out: list[Finding] = []
+    for name, run in checks:
+        try:
+            out.extend(run())
+        except InfraError as exc:
+            out.append(_fail(name, f"cannot read the cluster: {exc}",
+                             "grant the doctor get/list on the objects docs/compatibility.md lists"))
+    return out

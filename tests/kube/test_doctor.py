@@ -28,6 +28,7 @@ from tests.support.services import need_reference
 from .emulator import EmulatorThread
 
 pytestmark = pytest.mark.django_db
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the CRDs are megabytes of YAML
 CRD_FILES = (
     "kueue/kueue.x-k8s.io_clusterqueues.yaml", "kueue/kueue.x-k8s.io_localqueues.yaml",
     "kueue/kueue.x-k8s.io_resourceflavors.yaml", "kueue/kueue.x-k8s.io_cohorts.yaml",
@@ -64,7 +65,7 @@ def healthy(kube: EmulatorThread, catalog) -> EmulatorThread:
     reference = need_reference() / "crds"
     for name in CRD_FILES:
         put(kube, "apiextensions.k8s.io", "v1", "customresourcedefinitions",
-            yaml.safe_load((reference / name).read_text()))
+            yaml.load((reference / name).read_text(), Loader=LOADER))
     cat = load_catalog()["scheduling"]
     put(kube, "", "v1", "configmaps", {
         "apiVersion": "v1", "kind": "ConfigMap",
@@ -178,3 +179,12 @@ def test_text_output_says_what_to_do(healthy, tmp_path, capsys) -> None:
         call_command("doctor", "--kubeconfig", str(config))
     out = capsys.readouterr().out
     assert "FAIL karpenter/nodeoverlay" in out and "fix: install Karpenter >= 1.7" in out
+
+
+def test_a_check_the_cluster_refuses_is_a_failure_not_a_crash(healthy, tmp_path) -> None:
+    healthy.call(lambda: healthy.emulator["get", kmock.resource("", "v1", "nodes")] << kmock.KubernetesError(
+        status=403, reason="Forbidden", message="nodes is forbidden: User cannot list resource nodes"))
+    findings, failed = doctor(healthy, tmp_path)
+    found = failures(findings)
+    assert failed and set(found) == {"topology/nodes"}
+    assert "nodes is forbidden" in found["topology/nodes"]["detail"]
