@@ -45,9 +45,13 @@ def selector_labels(endpoint: EndpointSpec) -> dict[str, str]:
     return {ENDPOINT_LABEL: endpoint.name}
 
 
-def serving_deployment(meta: dict[str, Any], endpoint: EndpointSpec, image: str) -> Manifest:
+def serving_deployment(meta: dict[str, Any], endpoint: EndpointSpec, image: str, *,
+                       node_selector: dict[str, str] | None = None,
+                       tolerations: list[dict[str, Any]] | None = None) -> Manifest:
     """vLLM's OpenAI server, one whole GPU per replica. No `replicas`: KEDA's HPA owns the count, and a
-    GitOps apply must not fight it. Restricted-PSS compliant so it runs in every trust level's namespace."""
+    GitOps apply must not fight it. Restricted-PSS compliant so it runs in every trust level's namespace.
+    The tenant's placement (dedicated nodes for untrusted tenants) is set here: vCluster enforces it
+    only on the pods it syncs, and this one is not synced."""
     pod_labels = {**selector_labels(endpoint), "app.kubernetes.io/name": "vllm", QUEUE_LABEL: GPU_QUEUE}
     meta = {**meta, "labels": {**meta["labels"], **pod_labels, "gpufleet.io/deployment": endpoint.deployment}}
     return {
@@ -59,6 +63,8 @@ def serving_deployment(meta: dict[str, Any], endpoint: EndpointSpec, image: str)
             "template": {
                 "metadata": {"labels": pod_labels},
                 "spec": {
+                    **({"nodeSelector": dict(node_selector)} if node_selector else {}),
+                    **({"tolerations": [dict(t) for t in tolerations]} if tolerations else {}),
                     "automountServiceAccountToken": False,
                     "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000,
                                         "fsGroup": 1000, "seccompProfile": {"type": "RuntimeDefault"}},

@@ -239,8 +239,10 @@ def kai_queue(view: TenantView, cat: Catalog, sched: TenantScheduling) -> Manife
 def endpoint_manifests(view: TenantView, cat: Catalog, endpoint: EndpointSpec) -> list[Manifest]:
     """The platform-owned serving Deployment, Service, scrape object and ScaledObject (scheduling.endpoints)."""
     meta = metadata(view, endpoints.object_name(endpoint))
+    placement = of_view(view).placement
     return [
-        endpoints.serving_deployment(meta, endpoint, cat.vllm_image),
+        endpoints.serving_deployment(meta, endpoint, cat.vllm_image, node_selector=placement.node_selector,
+                                     tolerations=list(placement.tolerations)),
         endpoints.service(meta, endpoint),
         endpoints.service_scrape(meta, endpoint),
         endpoints.scaled_object(meta, view.namespace, cat, endpoint, suspended=view.suspended, quantity=quantity),

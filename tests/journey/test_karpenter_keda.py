@@ -67,6 +67,7 @@ def fleet(db) -> Fleet:
     actions.set_quota(beta, flavor="h100-3g", nominal=7, borrowing_limit=0)
     actions.set_quota(gamma, flavor="h100", nominal=4, borrowing_limit=2)
     actions.create_endpoint(acme, "chat", model=MODEL, tier="standard")
+    actions.create_endpoint(gamma, "private", model=MODEL, tier="batch")
     manifests = list(render_platform(RenderContext.from_settings()))
     for tenant in (acme, beta, gamma):
         manifests.extend(desired_manifests(tenant))
@@ -225,6 +226,17 @@ def test_every_scaled_object_scales_a_host_deployment_on_a_scraped_metric(fleet)
     values = fleet.find("HelmRelease", "vcluster", "tenant-acme")["spec"]["values"]
     assert values["networking"]["replicateServices"]["fromHost"] == [
         {"from": "tenant-acme/endpoint-chat", "to": "default/endpoint-chat"}]
+
+
+def test_an_untrusted_tenants_endpoint_runs_on_its_own_nodes(fleet) -> None:
+    """The serving pod is not synced by vCluster, so the render must place it: on gamma's pool only."""
+    assert keda.resolve(fleet.find("ScaledObject", "endpoint-private", "tenant-gamma"), fleet).ok
+    template = fleet.find("Deployment", "endpoint-private", "tenant-gamma")["spec"]["template"]
+    serving = {"metadata": {"name": "endpoint-private-1", "namespace": "tenant-gamma", **template["metadata"]},
+               "spec": copy.deepcopy(template["spec"])}
+    result = karpenter.step(admitted(fleet, serving, "h100"), fleet)
+    assert result.ok, result.reason
+    assert result.pod["metadata"]["annotations"]["gpufleet.io/journey-nodepool"] == "h100-whole-gamma"
 
 
 def test_pods_without_gpus_never_get_gpu_nodes(fleet) -> None:

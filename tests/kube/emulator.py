@@ -98,6 +98,7 @@ RESOURCES.update({
     "v1/secrets": ("Secret", True),
     # Read by `gpufleet doctor` (tests/kube/test_doctor.py).
     "v1/nodes": ("Node", False),
+    "v1/services": ("Service", True),
     "apps/v1/deployments": ("Deployment", True),
     "apiextensions.k8s.io/v1/customresourcedefinitions": ("CustomResourceDefinition", False),
     "admissionregistration.k8s.io/v1/mutatingwebhookconfigurations": ("MutatingWebhookConfiguration", False),
