@@ -18,7 +18,14 @@ from infra.errors import InfraError
 
 from . import nodepools
 from .inputs import Catalog
-from .prerequisites import COMPONENTS, KARPENTER, KUEUE_FRAMEWORKS, PLATFORM_NAMESPACES, kueue_configuration
+from .prerequisites import (
+    COMPONENTS,
+    KARPENTER,
+    KUEUE_FRAMEWORKS,
+    PLATFORM_NAMESPACES,
+    VM_OPERATOR,
+    kueue_configuration,
+)
 
 Read = Callable[[str], dict[str, Any] | None]
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
@@ -48,7 +55,7 @@ def _fail(check: str, detail: str, fix: str) -> Finding:
 
 def check_crds(read: Read) -> list[Finding]:
     out = []
-    for component in (*COMPONENTS, KARPENTER):
+    for component in (*COMPONENTS, KARPENTER, VM_OPERATOR):
         for name, version in component.crds:
             crd = read(CRD_PATH + name)
             check = f"crd/{name}"

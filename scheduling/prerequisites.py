@@ -68,6 +68,10 @@ COMPONENTS: tuple[Component, ...] = (
 KARPENTER = Component("karpenter", "karpenter", "karpenter", "1.14.1", ">=1.0 (karpenter.sh/v1), modelled on 1.14.1",
                       "", (("nodepools.karpenter.sh", "v1"), ("nodeclaims.karpenter.sh", "v1")),
                       "GPU nodes on demand, one pool per flavor and per dedicated tenant")
+VM_OPERATOR = Component("victoriametrics-operator", "monitoring", "victoria-metrics-operator", "0.74.1",
+                        ">=0.74 (operator.victoriametrics.com/v1beta1)", "",
+                        (("vmservicescrapes.operator.victoriametrics.com", "v1beta1"),),
+                        "scrapes the serving pods whose vLLM metrics drive KEDA")
 
 
 def kueue_configuration(cat: Catalog) -> dict[str, Any]:

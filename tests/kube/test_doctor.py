@@ -37,6 +37,7 @@ CRD_FILES = (
     "keda/keda.sh_scaledobjects.yaml", "kyverno/kyverno.io_policies.yaml", "kyverno/kyverno.io_clusterpolicies.yaml",
     "karpenter/karpenter.sh_nodepools.yaml", "karpenter/karpenter.sh_nodeclaims.yaml",
     "karpenter/karpenter.sh_nodeoverlays.yaml",
+    "victoriametrics-operator/operator.victoriametrics.com_vmservicescrapes.yaml",
 )
 
 
@@ -123,7 +124,8 @@ def test_a_cluster_installed_from_the_platform_output_passes(healthy, tmp_path) 
     findings, failed = doctor(healthy, tmp_path)
     assert failures(findings) == {} and not failed
     checks = {f["check"] for f in findings}
-    assert {"crd/clusterqueues.kueue.x-k8s.io", "kueue/configuration", "hami/webhook",
+    assert {"crd/clusterqueues.kueue.x-k8s.io", "crd/vmservicescrapes.operator.victoriametrics.com",
+            "kueue/configuration", "hami/webhook",
             "karpenter/nodepool/h100-whole", "karpenter/nodepool/h100-whole/nodeclass", "karpenter/nodeoverlay",
             "topology/nodes"} <= checks
 
