@@ -216,7 +216,8 @@ def dedicated_pools(slug: str, metadata_of: Any, modes: frozenset[str], quotas: 
         if pool.flavor.mode not in modes or limit <= 0:
             continue
         name = dedicated_pool_name(slug, pool)
-        labels = {**pool_labels(pool, cat), DEDICATED_LABEL: slug, POOL_LABEL: name}
+        # Its own topology domain too: its nodes come from their own placement group, not the shared pool's.
+        labels = {**pool_labels(pool, cat), **topology_labels(name, cat), DEDICATED_LABEL: slug, POOL_LABEL: name}
         out.append(_node_pool(name, metadata_of(name), pool, cat, labels=labels,
                               taints=[*pool_taints(pool), taint], gpu_limit=limit))
         overlay = node_overlay(name, metadata_of(name), pool)

@@ -146,6 +146,7 @@ def test_untrusted_pods_only_get_their_own_nodes(fleet) -> None:
     # nominal 4 + borrowing 2 = 6 GPUs, rounded up to one whole 8-GPU node (Karpenter counts whole nodes).
     assert dedicated["spec"]["limits"]["nvidia.com/gpu"] == 8
     assert dedicated["metadata"]["labels"]["gpufleet.io/tenant"] == "gamma"
+    assert dedicated["spec"]["template"]["metadata"]["labels"]["gpufleet.io/topology-block"] == "h100-whole-gamma"
 
 
 def test_pools_pin_the_gpu_model_and_refuse_other_models(fleet) -> None:
