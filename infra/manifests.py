@@ -23,6 +23,7 @@ KIND_ORDER = [
     "CiliumClusterwideNetworkPolicy",
     "ClusterPolicy",
     "NodePool",
+    "NodeOverlay",
     "ResourceQuota",
     "LimitRange",
     "ServiceAccount",
@@ -37,6 +38,10 @@ KIND_ORDER = [
     "HelmRepository",
     "OCIRepository",
     "HelmRelease",
+    # Platform-owned inference endpoints: the scaled Deployment exists before its autoscaler.
+    "Service",
+    "Deployment",
+    "VMServiceScrape",
     "ScaledObject",
 ]
 

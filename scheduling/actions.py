@@ -247,7 +247,8 @@ def create_cohort(name: Any, *, parent: Any = None, fair_sharing_weight: Any = N
 
 def create_node_pool(name: Any, *, flavor: Any, gpu_limit: Any, instance_types: Any = None,
                      capacity_types: Any = None, node_class: str = "gpu", consolidation_policy: Any = None,
-                     consolidate_after: Any = "1h", allow_underutilized: bool = False) -> GpuNodePool:
+                     consolidate_after: Any = "1h", allow_underutilized: bool = False,
+                     gpus_per_node: Any = 8) -> GpuNodePool:
     """A Karpenter GPU NodePool. `WhenEmptyOrUnderutilized` needs allow_underutilized=True and is
     reported back as a warning (GpuNodePool.warnings): it evicts live inference."""
     errors: Errors = {}
@@ -256,6 +257,9 @@ def create_node_pool(name: Any, *, flavor: Any, gpu_limit: Any, instance_types: 
     if flavor_row is None:
         errors["flavor"] = [f"unknown flavor {flavor!r}"]
     limit = validation.count(gpu_limit, "gpu_limit", errors)
+    per_node = validation.count(gpus_per_node, "gpus_per_node", errors)
+    if not errors.get("gpus_per_node") and not 1 <= per_node <= 64:
+        errors["gpus_per_node"] = ["must be between 1 and 64"]
     policy = consolidation_policy or GpuNodePool.Consolidation.WHEN_EMPTY
     if policy not in GpuNodePool.Consolidation.values:
         errors["consolidation_policy"] = [f"must be one of {', '.join(GpuNodePool.Consolidation.values)}"]
@@ -282,6 +286,7 @@ def create_node_pool(name: Any, *, flavor: Any, gpu_limit: Any, instance_types: 
             name=name, flavor=flavor_row, gpu_limit=limit, instance_types=instance_types or [],
             capacity_types=capacity_types or ["on-demand"], node_class=node_class, consolidation_policy=policy,
             consolidate_after=consolidate_after, allow_underutilized=bool(allow_underutilized),
+            gpus_per_node=per_node,
         )
         record("node_pool.create", pool, after={"name": name, "flavor": flavor, "gpu_limit": limit,
                                                 "consolidation_policy": policy, "warnings": pool.warnings})

@@ -10,12 +10,16 @@ class SchedulingConfig(AppConfig):
         from tenants import reconcile
         from tenants import render as tenant_render
 
-        from . import inputs, render  # noqa: F401  (registers the render sections)
+        from . import inputs, prerequisites, render  # noqa: F401  (registers the render sections)
 
         if inputs.load_tenant not in reconcile.VIEW_EXTRAS:
             reconcile.VIEW_EXTRAS.append(inputs.load_tenant)
         if inputs.load_catalog not in tenant_render.CONTEXT_EXTRAS:
             tenant_render.CONTEXT_EXTRAS.append(inputs.load_catalog)
+        from .endpoints import replicate_services
+
+        if replicate_services not in tenant_render.VCLUSTER_VALUES_HOOKS:
+            tenant_render.VCLUSTER_VALUES_HOOKS.append(replicate_services)
         from . import inputs_many  # batch loaders for fleet-wide passes (gitops-sync)
 
         inputs_many.register()

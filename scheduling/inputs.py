@@ -78,6 +78,7 @@ class NodePoolSpec:
     node_class: str
     consolidation_policy: str
     consolidate_after: str
+    gpus_per_node: int = 8
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,8 @@ class Catalog:
     node_class_kind: str = "EC2NodeClass"
     # Kueue's Configuration.fairSharing is on (GPUFLEET_KUEUE_FAIR_SHARING); off = classical preemption.
     fair_sharing: bool = False
+    # The serving image of platform-owned inference Deployments (scheduling.endpoints).
+    vllm_image: str = "vllm/vllm-openai:v0.33.0"
 
     def flavor(self, name: str) -> FlavorSpec | None:
         return next((f for f in self.flavors if f.name == name), None)
@@ -176,7 +179,8 @@ def load_catalog() -> dict[str, Catalog]:
             or tuple(PRIORITY_CLASSES),
             node_pools=tuple(
                 NodePoolSpec(p.name, flavors[p.flavor_id], list(p.instance_types), list(p.capacity_types),
-                             p.gpu_limit, p.node_class, p.consolidation_policy, p.consolidate_after)
+                             p.gpu_limit, p.node_class, p.consolidation_policy, p.consolidate_after,
+                             p.gpus_per_node)
                 for p in GpuNodePool.objects.all()
             ),
             default_cohort=settings.GPUFLEET_DEFAULT_COHORT,
@@ -187,6 +191,7 @@ def load_catalog() -> dict[str, Catalog]:
             node_class_group=settings.GPUFLEET_KARPENTER_NODE_CLASS_GROUP,
             node_class_kind=settings.GPUFLEET_KARPENTER_NODE_CLASS_KIND,
             fair_sharing=settings.GPUFLEET_KUEUE_FAIR_SHARING,
+            vllm_image=getattr(settings, "GPUFLEET_VLLM_IMAGE", "") or Catalog.vllm_image,
         )
     }
 

@@ -18,6 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 from infra.manifests import Manifest
+from tenants.isolation.config import of_view
 from tenants.render import (
     QUOTA_HARD_HOOKS,
     RenderContext,
@@ -28,7 +29,7 @@ from tenants.render import (
     tenant_section,
 )
 
-from . import routing
+from . import endpoints, nodepools, routing
 from .defaults import PRIORITY_CLASSES
 from .inputs import Catalog, EndpointSpec, FlavorSpec, QuotaSpec, TenantScheduling
 from .policy import modes_of_view
@@ -37,8 +38,8 @@ KUEUE = "kueue.x-k8s.io/v1beta2"
 KAI = "scheduling.run.ai/v2"
 KAI_TOPOLOGY = "kai.scheduler/v1alpha1"
 KARPENTER = "karpenter.sh/v1"
-KEDA = "keda.sh/v1alpha1"
-GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
+KEDA = endpoints.KEDA
+GPU_TAINT = nodepools.GPU_TAINT
 KAI_QUEUE_LABEL = "kai.scheduler/queue"
 # The tenant's only LocalQueue. Not `default`: Kueue's LocalQueueDefaulting (GA in v0.19) would put
 # every pod and StatefulSet of the namespace in a queue named `default` -- the vCluster control plane
@@ -86,9 +87,7 @@ def cohort_queue_name(cohort: str) -> str:
 
 
 def resource_flavor(flavor: FlavorSpec, cat: Catalog) -> Manifest:
-    labels = dict(flavor.node_labels)
-    if flavor.product_label:
-        labels.setdefault("nvidia.com/gpu.product", flavor.product_label)
+    labels = nodepools.flavor_node_labels(flavor)
     spec: dict[str, Any] = {}
     if labels:
         spec["nodeLabels"] = dict(sorted(labels.items()))
@@ -97,7 +96,7 @@ def resource_flavor(flavor: FlavorSpec, cat: Catalog) -> Manifest:
     # Pods of this flavor land on GPU nodes (tainted) and TAS must know they tolerate it.
     spec["tolerations"] = [{"key": GPU_TAINT["key"], "operator": "Exists", "effect": "NoSchedule"},
                            *flavor.tolerations]
-    if cat.topology_levels:
+    if nodepools.topology_aware(flavor, cat):
         spec["topologyName"] = cat.topology_name
     return {
         "apiVersion": KUEUE,
@@ -139,40 +138,6 @@ def kai_cohort_queue(name: str, parent: str, weight: Decimal) -> Manifest:
     return {"apiVersion": KAI, "kind": "Queue", "metadata": platform_metadata(cohort_queue_name(name)), "spec": spec}
 
 
-def node_pool(pool: Any, cat: Catalog) -> Manifest:
-    flavor = pool.flavor
-    requirements = [
-        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
-        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": pool.capacity_types or ["on-demand"]},
-    ]
-    if pool.instance_types:
-        requirements.append(
-            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": sorted(pool.instance_types)}
-        )
-    labels = {**flavor.node_labels, "gpufleet.io/node-pool": pool.name, "gpufleet.io/flavor": flavor.name}
-    return {
-        "apiVersion": KARPENTER,
-        "kind": "NodePool",
-        "metadata": platform_metadata(pool.name),
-        "spec": {
-            "template": {
-                "metadata": {"labels": dict(sorted(labels.items()))},
-                "spec": {
-                    "nodeClassRef": {"group": cat.node_class_group, "kind": cat.node_class_kind,
-                                     "name": pool.node_class},
-                    "requirements": requirements,
-                    "taints": [GPU_TAINT, *[t for t in flavor.taints if t.get("key") != GPU_TAINT["key"]]],
-                },
-            },
-            "limits": {"nvidia.com/gpu": pool.gpu_limit},
-            "disruption": {
-                "consolidationPolicy": pool.consolidation_policy,
-                "consolidateAfter": pool.consolidate_after,
-            },
-        },
-    }
-
-
 @platform_section("scheduling")
 def render_platform_scheduling(ctx: RenderContext) -> list[Manifest]:
     cat = catalog_of(ctx)
@@ -191,7 +156,8 @@ def render_platform_scheduling(ctx: RenderContext) -> list[Manifest]:
                     "spec": {"levels": levels}})
         out.append({"apiVersion": KAI_TOPOLOGY, "kind": "Topology",
                     "metadata": platform_metadata(cat.topology_name), "spec": {"levels": levels}})
-    out.extend(node_pool(pool, cat) for pool in cat.node_pools)
+    for pool in cat.node_pools:
+        out.extend(nodepools.platform_pool_objects(pool, cat))
     return out
 
 
@@ -334,55 +300,17 @@ def kai_queue(view: TenantView, cat: Catalog, sched: TenantScheduling) -> Manife
     }
 
 
-def prometheus_trigger(cat: Catalog, name: str, query: str, threshold: str,
-                       metric_type: str = "AverageValue") -> dict[str, Any]:
-    return {
-        "type": "prometheus",
-        "name": name,
-        "metricType": metric_type,
-        # At zero replicas vLLM exports nothing: an empty result counts as 0 instead of a scaler error.
-        "metadata": {"serverAddress": cat.metrics_url, "query": query, "threshold": threshold,
-                     "activationThreshold": "0", "ignoreNullValues": "true"},
-    }
-
-
-def scaled_object(view: TenantView, cat: Catalog, endpoint: EndpointSpec) -> Manifest:
-    selector = f'namespace="{view.namespace}",model_name="{endpoint.model}"'
-    triggers = [
-        # Queue depth: requests waiting for a batch slot, summed over replicas. AverageValue: the HPA
-        # wants sum / target replicas (the target is per replica).
-        prometheus_trigger(cat, "queue-depth", f"sum(vllm:num_requests_waiting{{{selector}}})",
-                           str(endpoint.queue_target)),
-        # KV-cache use is a 0-1 fraction averaged over replicas; scale out before it is full and
-        # requests start preempting. Value: the HPA wants replicas x avg / target (an average must not
-        # be divided by the target as if it were a total).
-        prometheus_trigger(cat, "kv-cache", f"avg(vllm:kv_cache_usage_perc{{{selector}}})",
-                           quantity(endpoint.kv_cache_target), metric_type="Value"),
+def endpoint_manifests(view: TenantView, cat: Catalog, endpoint: EndpointSpec) -> list[Manifest]:
+    """The platform-owned serving Deployment, Service, scrape object and ScaledObject (scheduling.endpoints)."""
+    meta = metadata(view, endpoints.object_name(endpoint))
+    placement = of_view(view).placement
+    return [
+        endpoints.serving_deployment(meta, endpoint, cat.vllm_image, node_selector=placement.node_selector,
+                                     tolerations=list(placement.tolerations)),
+        endpoints.service(meta, endpoint),
+        endpoints.service_scrape(meta, endpoint),
+        endpoints.scaled_object(meta, view.namespace, cat, endpoint, suspended=view.suspended, quantity=quantity),
     ]
-    if endpoint.prewarm_start and endpoint.prewarm_end:
-        triggers.append({
-            "type": "cron",
-            "name": "business-hours-prewarm",
-            "metadata": {"timezone": cat.business_timezone, "start": endpoint.prewarm_start,
-                         "end": endpoint.prewarm_end, "desiredReplicas": str(endpoint.prewarm_replicas)},
-        })
-    meta = metadata(view, f"endpoint-{endpoint.name}", **{"gpufleet.io/sla-tier": endpoint.tier})
-    if view.suspended:
-        # KEDA holds the target at 0 replicas while the tenant is suspended.
-        meta["annotations"] = {"autoscaling.keda.sh/paused-replicas": "0"}
-    return {
-        "apiVersion": KEDA,
-        "kind": "ScaledObject",
-        "metadata": meta,
-        "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": endpoint.deployment},
-            "pollingInterval": endpoint.polling_seconds,
-            "cooldownPeriod": endpoint.cooldown_seconds,
-            "minReplicaCount": endpoint.min_replicas,
-            "maxReplicaCount": endpoint.max_replicas,
-            "triggers": triggers,
-        },
-    }
 
 
 @tenant_section("scheduling")
@@ -402,7 +330,15 @@ def render_tenant_scheduling(view: TenantView, ctx: RenderContext) -> list[Manif
     kai = kai_queue(view, cat, sched)
     if kai is not None:
         out.append(kai)
-    out.extend(scaled_object(view, cat, endpoint) for endpoint in sched.endpoints)
+    for endpoint in sched.endpoints:
+        out.extend(endpoint_manifests(view, cat, endpoint))
+    placement = of_view(view).placement
+    if placement.node_selector:
+        # Dedicated nodes (untrusted): pools carrying the tenant's label and taint, or its pods never get
+        # a node -- no shared pool defines gpufleet.io/dedicated-tenant (scheduling.nodepools).
+        modes = sched.allowed_modes if sched.allowed_modes is not None else modes_of_view(view)
+        out.extend(nodepools.dedicated_pools(
+            view.slug, lambda name: metadata(view, name, namespaced=False), modes, sched.quotas, cat))
     return out
 
 

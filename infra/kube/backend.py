@@ -193,6 +193,15 @@ class KubernetesBackend:
         existing = self._owned_objects(Owner.parse(owner))
         return ApplyResult(pruned=self._prune([obj for obj in existing if select is None or select(obj)]))
 
+    def read(self, path: str) -> dict[str, Any] | None:
+        """GET one API path (an object or a list): the body, or None when the server answers 404.
+        Read-only; used by `gpufleet doctor` to inspect a cluster's configuration."""
+        status, data, retry_after = self._request("GET", path)
+        if status == 404:
+            return None
+        raise_for_status(status, data, f"GET {path}", retry_after)
+        return data if isinstance(data, dict) else {}
+
     def read_secret(self, namespace: str, name: str) -> dict[str, str] | None:
         """A Secret's decoded data, or None when it does not exist (yet)."""
         path = f"/api/v1/namespaces/{namespace}/secrets/{name}"

@@ -36,10 +36,15 @@ PRUNE_KINDS: tuple[tuple[str, str], ...] = (
     ("kyverno.io/v1", "ClusterPolicy"),
     ("kyverno.io/v1", "Policy"),
     ("karpenter.sh/v1", "NodePool"),
+    ("karpenter.sh/v1alpha1", "NodeOverlay"),
     ("source.toolkit.fluxcd.io/v1", "HelmRepository"),
     ("source.toolkit.fluxcd.io/v1", "OCIRepository"),
     ("helm.toolkit.fluxcd.io/v2", "HelmRelease"),
     ("keda.sh/v1alpha1", "ScaledObject"),
+    # Inference endpoints (scheduling.endpoints): serving Deployment, its Service and scrape object.
+    ("apps/v1", "Deployment"),
+    ("v1", "Service"),
+    ("operator.victoriametrics.com/v1beta1", "VMServiceScrape"),
 )
 
 

@@ -28,8 +28,8 @@ class NodePoolSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = GpuNodePool
-        fields = ["id", "name", "flavor", "instance_types", "capacity_types", "gpu_limit", "node_class",
-                  "consolidation_policy", "consolidate_after", "allow_underutilized", "warnings"]
+        fields = ["id", "name", "flavor", "instance_types", "capacity_types", "gpu_limit", "gpus_per_node",
+                  "node_class", "consolidation_policy", "consolidate_after", "allow_underutilized", "warnings"]
         read_only_fields = fields
 
 
@@ -42,6 +42,7 @@ class NodePoolCreateSerializer(serializers.Serializer):
     consolidation_policy = serializers.CharField(required=False)
     consolidate_after = serializers.CharField(required=False, default="1h")
     allow_underutilized = serializers.BooleanField(required=False, default=False)
+    gpus_per_node = serializers.JSONField(required=False, default=8)
 
 
 class QuotaSerializer(serializers.ModelSerializer):

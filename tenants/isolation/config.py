@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from . import policy
 
@@ -37,6 +38,20 @@ class IsolationSettings:
 
     def server_url(self, slug: str) -> str:
         return self.server_url_template.format(slug=slug)
+
+    def server_host(self, slug: str) -> str:
+        """The kubeconfig server's host name: the Ingress host and a SAN of the vCluster certificate."""
+        return urlsplit(self.server_url(slug)).hostname or ""
+
+    @property
+    def oidc_issuer_host_port(self) -> tuple[str, int] | None:
+        """Host and port the virtual API server fetches the issuer's discovery document and keys from."""
+        if not self.oidc_issuer:
+            return None
+        parts = urlsplit(self.oidc_issuer)
+        if not parts.hostname:
+            return None
+        return parts.hostname, parts.port or (80 if parts.scheme == "http" else 443)
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,9 @@ def render_kubeconfig(slug: str, settings: config.IsolationSettings, ca_pem: str
                         f"--oidc-client-id={settings.oidc_client_id}",
                         # The groups claim carries gpufleet:<slug>:<role>, which RBAC inside binds.
                         "--oidc-extra-scope=groups",
+                        # The username claim is preferred_username, an OIDC *profile* claim: without
+                        # the scope the ID token lacks it and the API server rejects the token.
+                        "--oidc-extra-scope=profile",
                         "--oidc-extra-scope=email",
                     ],
                     "interactiveMode": "IfAvailable",

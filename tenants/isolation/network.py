@@ -20,6 +20,12 @@ TENANT_NS_LABEL = "k8s:io.cilium.k8s.namespace.labels.gpufleet.io/tenant"
 # Labels the vCluster chart puts on its control-plane pods.
 VCLUSTER_POD = {"app": "vcluster", "release": "vcluster"}
 VCLUSTER_API_PORT = "8443"
+# vCluster's syncer stamps every host pod it creates with this label and restores it if a tenant
+# forges it; the control plane's own pods (the chart's StatefulSet) never carry it. Selecting on its
+# absence keeps a tenant pod that copies `app: vcluster` out of the control plane's egress rules.
+SYNCED_MARKER = "vcluster.loft.sh/managed-by"
+CONTROL_PLANE = {"matchLabels": dict(VCLUSTER_POD),
+                 "matchExpressions": [{"key": SYNCED_MARKER, "operator": "DoesNotExist"}]}
 KUBE_DNS = {NAMESPACE_KEY: "kube-system", "k8s:k8s-app": "kube-dns"}
 
 
@@ -73,9 +79,28 @@ def kube_apiserver(view: TenantView) -> Manifest:
     # Only the vCluster syncer talks to the host API server; tenant workloads talk to the virtual one.
     return _cnp(view, "gpufleet-kube-apiserver", {
         "description": "the vCluster syncer reaches the host API server",
-        "endpointSelector": {"matchLabels": dict(VCLUSTER_POD)},
+        "endpointSelector": CONTROL_PLANE,
         "egress": [{"toEntities": ["kube-apiserver"]}],
     })
+
+
+def oidc_issuer(view: TenantView, settings: config.IsolationSettings) -> list[Manifest]:
+    """The virtual API server fetches the issuer's discovery document and signing keys (kube-apiserver
+    --oidc-issuer-url); without this an untrusted tenant's control plane, which has no world egress,
+    rejects every sign-in. Only the control plane, only the issuer's name and port: tenant workloads
+    keep no internet egress. Name resolution goes through Cilium's DNS proxy (the gpufleet-dns rule)."""
+    issuer = settings.oidc_issuer_host_port
+    if issuer is None:
+        return []
+    host, port = issuer
+    return [_cnp(view, "gpufleet-oidc-issuer", {
+        "description": "the vCluster control plane reaches the platform's OIDC issuer",
+        "endpointSelector": CONTROL_PLANE,
+        "egress": [{
+            "toFQDNs": [{"matchName": host}],
+            "toPorts": [{"ports": [{"port": str(port), "protocol": "TCP"}]}],
+        }],
+    })]
 
 
 def monitoring(view: TenantView, settings: config.IsolationSettings) -> Manifest:
@@ -113,7 +138,7 @@ def world_egress(view: TenantView, iso: config.TenantIsolationView) -> list[Mani
 def render_network(view: TenantView, ctx: RenderContext) -> list[Manifest]:
     settings, iso = config.of_ctx(ctx), config.of_view(view)
     return [isolation(view), dns(view), vcluster_api(view, settings), kube_apiserver(view),
-            monitoring(view, settings), *world_egress(view, iso)]
+            *oidc_issuer(view, settings), monitoring(view, settings), *world_egress(view, iso)]
 
 
 @platform_section("cilium-baseline")

@@ -68,6 +68,15 @@ def extend_values(view: TenantView, ctx: RenderContext, values: dict[str, Any]) 
     if settings.oidc_issuer:  # never a made-up issuer: without one, people cannot sign in at all
         api_server = _child(values, "controlPlane", "distro", "k8s", "apiServer")
         api_server["extraArgs"] = [*api_server.get("extraArgs", []), *oidc_args(settings)]
+    host = settings.server_host(view.slug)
+    if host:
+        # The kubeconfig's server name must route to this vCluster and be in its serving certificate:
+        # the chart's Ingress (ingress-nginx with SSL passthrough, so the vCluster terminates TLS itself)
+        # and the proxy certificate's extra SANs (chart values.schema.json ControlPlaneIngress /
+        # ControlPlaneProxy.extraSANs, v0.36.1).
+        _child(values, "controlPlane")["ingress"] = {"enabled": True, "host": host}
+        proxy = _child(values, "controlPlane", "proxy")
+        proxy["extraSANs"] = sorted({*proxy.get("extraSANs", []), host})
     _child(values, "experimental", "deploy", "vcluster")["manifests"] = to_yaml_stream(
         rbac_manifests(view, settings)
     )

@@ -9,7 +9,7 @@ from typing import Any
 
 from scheduling.catalog import default_weight
 from scheduling.defaults import PRIORITY_CLASSES
-from scheduling.inputs import Catalog, FlavorSpec, QuotaSpec, TenantScheduling
+from scheduling.inputs import Catalog, FlavorSpec, NodePoolSpec, QuotaSpec, TenantScheduling
 from tenants.isolation.config import IsolationSettings, TenantIsolationView
 from tenants.render import RenderContext, TenantView, render_platform, render_tenant
 
@@ -29,6 +29,12 @@ FLAVORS = (
     flavor("h100-3g", "mig", 14, mig="3g.40gb"),
     flavor("h100-quarter", "hami", 32, share=25),
 )
+# One Karpenter pool per flavor (Karpenter defaults: on-demand, WhenEmpty after 1h), as an operator
+# creates them with `gpufleet nodepool create`; untrusted tenants get dedicated copies (scheduling.nodepools).
+NODE_POOLS = tuple(
+    NodePoolSpec(name=f"pool-{f.name}", flavor=f, instance_types=["p5.48xlarge"], capacity_types=["on-demand"],
+                 gpu_limit=16, node_class="gpu", consolidation_policy="WhenEmpty", consolidate_after="1h")
+    for f in FLAVORS)
 QUOTAS = {
     "acme": {"h100": QuotaSpec(2, 2), "h100-3g": QuotaSpec(2, 0), "h100-quarter": QuotaSpec(8, 0)},
     "beta": {"h100": QuotaSpec(2, 0), "h100-3g": QuotaSpec(7, 0)},
@@ -48,9 +54,13 @@ class Fleet:
     # Scheduling installed in the cluster (the prerequisites; stack2 renders their HelmReleases).
     schedulers: tuple[str, ...] = ("default-scheduler", "kai-scheduler", "hami-scheduler")
 
+    @property
+    def manifests(self) -> list[dict[str, Any]]:
+        """Every rendered object: the platform's, then each tenant's."""
+        return [*self.platform, *(m for ms in self.tenants.values() for m in ms)]
+
     def objects(self, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
-        everything = [*self.platform, *(m for ms in self.tenants.values() for m in ms)]
-        return [m for m in everything if m["kind"] == kind
+        return [m for m in self.manifests if m["kind"] == kind
                 and (namespace is None or m["metadata"].get("namespace") == namespace)]
 
     def one(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
@@ -79,7 +89,7 @@ def view(slug: str, catalog: Catalog, name: str = "", **changes: Any) -> TenantV
 
 
 def context(**changes: Any) -> RenderContext:
-    catalog = Catalog(flavors=FLAVORS, priority_classes=tuple(PRIORITY_CLASSES),
+    catalog = Catalog(flavors=FLAVORS, priority_classes=tuple(PRIORITY_CLASSES), node_pools=NODE_POOLS,
                       metrics_url="http://vmsingle.monitoring.svc:8428")
     ctx = RenderContext(extra={"scheduling": catalog, "isolation": IsolationSettings(
         oidc_issuer="https://login.gpufleet.test")})

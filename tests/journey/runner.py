@@ -22,7 +22,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .steps import Step, StepResult, hami, kai, kueue, kyverno, limitrange, pss, quota, scheduler, vcluster_sync
+from .steps import (
+    Step,
+    StepResult,
+    hami,
+    kai,
+    karpenter,
+    kueue,
+    kyverno,
+    limitrange,
+    pss,
+    quota,
+    scheduler,
+    vcluster_sync,
+)
 
 MUTATING_WEBHOOKS: list[tuple[str, Step]] = [
     ("kyverno-mutate", kyverno.mutate),
@@ -41,10 +54,9 @@ STEPS: list[tuple[str, Step]] = [
     ("scheduler", scheduler.bind),
 ]
 
-# Hook: "which NodePool could create its node" -- a Karpenter model with the same step signature
-# (tests/journey/steps/karpenter.py on branch stack2). The lead sets it after the merge, e.g.
-#   runner.NODE_POOL_STEP = karpenter.node_pool
-NODE_POOL_STEP: Step | None = None
+# "Which NodePool could create its node": asked of a pod the scheduler would leave pending for want of a
+# node, so it is not one of the admission STEPS (a non-GPU system pod lands on existing nodes).
+NODE_POOL_STEP: Step = karpenter.step
 
 
 @dataclass(frozen=True)

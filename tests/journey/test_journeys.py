@@ -193,11 +193,8 @@ def test_a_whole_gpu_pod_beyond_its_whole_quota_never_takes_the_hami_flavor(flee
     assert journey.step("kueue-admission").facts.get("flavors", {}).get("nvidia.com/gpu") != "h100-quarter"
 
 
-@pytest.mark.xfail(strict=True, reason="node pools are fixed on branch stack2 (the lead wires "
-                   "runner.NODE_POOL_STEP to tests/journey/steps/karpenter.py after the merge)")
 @pytest.mark.parametrize(("slug", "mode"), [(s, m) for s in TRUST for m in ALLOWED[s]])
 def test_a_node_pool_could_create_the_node(fleet, slug: str, mode: str) -> None:
-    assert runner.NODE_POOL_STEP is not None, "no NodePool step wired in"
     journey = runner.run(workloads.inference_pod(mode), NS[slug], fleet)
     result = runner.NODE_POOL_STEP(journey.pod, fleet)
     assert result.ok, result.reason

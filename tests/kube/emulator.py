@@ -96,6 +96,13 @@ RESOURCES.update({
     "scheduling.k8s.io/v1/priorityclasses": ("PriorityClass", False),
     "networking.k8s.io/v1/networkpolicies": ("NetworkPolicy", True),
     "v1/secrets": ("Secret", True),
+    # Read by `gpufleet doctor` (tests/kube/test_doctor.py).
+    "v1/nodes": ("Node", False),
+    "v1/services": ("Service", True),
+    "apps/v1/deployments": ("Deployment", True),
+    "apiextensions.k8s.io/v1/customresourcedefinitions": ("CustomResourceDefinition", False),
+    "admissionregistration.k8s.io/v1/mutatingwebhookconfigurations": ("MutatingWebhookConfiguration", False),
+    "karpenter.k8s.aws/v1/ec2nodeclasses": ("EC2NodeClass", False),
 })
 
 

@@ -22,6 +22,7 @@ class Command(BaseCommand):
         create.add_argument("--instance-type", action="append", default=None)
         create.add_argument("--capacity-type", action="append", default=None)
         create.add_argument("--node-class", default="gpu")
+        create.add_argument("--gpus-per-node", default=8, help="GPUs per node of the instance types (default 8)")
         create.add_argument("--consolidation-policy", default=None)
         create.add_argument("--consolidate-after", default="1h")
         create.add_argument("--allow-underutilized", action="store_true",
@@ -38,7 +39,7 @@ class Command(BaseCommand):
                 o["name"], flavor=o["flavor"], gpu_limit=o["gpu_limit"], instance_types=o["instance_type"],
                 capacity_types=o["capacity_type"], node_class=str(o["node_class"]),
                 consolidation_policy=o["consolidation_policy"], consolidate_after=o["consolidate_after"],
-                allow_underutilized=bool(o["allow_underutilized"]))
+                allow_underutilized=bool(o["allow_underutilized"]), gpus_per_node=o["gpus_per_node"])
             for warning in pool.warnings:
                 self.stderr.write(f"WARNING: {warning}")
             return pool_json(pool)

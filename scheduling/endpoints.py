@@ -1,0 +1,182 @@
+"""Inference endpoints: the serving Deployment, its Service and scrape object, and the KEDA ScaledObject.
+
+Where an endpoint lives (issue 15, defect 5). vCluster v0.36.1 syncs pods, not Deployments, to the host:
+the chart's `sync.toHost` has pods, services, configMaps, secrets, ingresses, PVCs ... and no
+deployments (`chart/values.schema.json` `SyncToHost`, reference vcluster/values.schema.json). A
+ScaledObject in `tenant-<slug>` naming a Deployment the tenant created *inside* its virtual cluster
+therefore resolves to nothing on the host. Running KEDA inside every vCluster would need KEDA's
+operator, its metrics APIService and a Prometheus reachable from each virtual cluster. So the platform
+owns the serving Deployment on the host: it is rendered here, in the tenant's host namespace, and the
+ScaledObject scales exactly that object (KEDA v2.20 resolves `scaleTargetRef` in the ScaledObject's
+own namespace, `pkg/scaling/resolver` / docs `reference/scaledobject-spec.md`).
+
+The trigger is real only if someone scrapes the pods: with `ignoreNullValues` an unscraped metric reads
+as 0 and the endpoint would sit at its minimum forever. A VMServiceScrape (VictoriaMetrics operator
+v0.74.1, the platform's metrics store behind GPUFLEET_METRICS_URL) selects the endpoint's Service;
+the operator's relabelling adds the `namespace` label the queries select on, and vLLM (0.33.0,
+reference vllm-metrics.md) labels every engine metric with `model_name` (= --served-model-name).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from infra.manifests import Manifest
+
+from .inputs import Catalog, EndpointSpec
+
+KEDA = "keda.sh/v1alpha1"
+VM_OPERATOR = "operator.victoriametrics.com/v1beta1"
+ENDPOINT_LABEL = "gpufleet.io/endpoint"
+VLLM_PORT = 8000
+# The tenant's GPU LocalQueue (issue 15: named so LocalQueue defaulting does not capture other pods).
+GPU_QUEUE = "gpu"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+# Metrics the triggers read (reference vllm-metrics.md, vLLM 0.33.0).
+QUEUE_METRIC = "vllm:num_requests_waiting"
+KV_CACHE_METRIC = "vllm:kv_cache_usage_perc"
+
+
+def object_name(endpoint: EndpointSpec) -> str:
+    return f"endpoint-{endpoint.name}"
+
+
+def selector_labels(endpoint: EndpointSpec) -> dict[str, str]:
+    return {ENDPOINT_LABEL: endpoint.name}
+
+
+def serving_deployment(meta: dict[str, Any], endpoint: EndpointSpec, image: str, *,
+                       node_selector: dict[str, str] | None = None,
+                       tolerations: list[dict[str, Any]] | None = None) -> Manifest:
+    """vLLM's OpenAI server, one whole GPU per replica. No `replicas`: KEDA's HPA owns the count, and a
+    GitOps apply must not fight it. Restricted-PSS compliant so it runs in every trust level's namespace.
+    The tenant's placement (dedicated nodes for untrusted tenants) is set here: vCluster enforces it
+    only on the pods it syncs, and this one is not synced."""
+    pod_labels = {**selector_labels(endpoint), "app.kubernetes.io/name": "vllm", QUEUE_LABEL: GPU_QUEUE}
+    meta = {**meta, "labels": {**meta["labels"], **pod_labels, "gpufleet.io/deployment": endpoint.deployment}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": meta,
+        "spec": {
+            "selector": {"matchLabels": selector_labels(endpoint)},
+            "template": {
+                "metadata": {"labels": pod_labels},
+                "spec": {
+                    **({"nodeSelector": dict(node_selector)} if node_selector else {}),
+                    **({"tolerations": [dict(t) for t in tolerations]} if tolerations else {}),
+                    "automountServiceAccountToken": False,
+                    "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000,
+                                        "fsGroup": 1000, "seccompProfile": {"type": "RuntimeDefault"}},
+                    "containers": [{
+                        "name": "vllm",
+                        "image": image,
+                        "args": ["--model", endpoint.model, "--served-model-name", endpoint.model,
+                                 "--port", str(VLLM_PORT)],
+                        "env": [{"name": "HF_HOME", "value": "/cache"}],
+                        "ports": [{"name": "http", "containerPort": VLLM_PORT}],
+                        "readinessProbe": {"httpGet": {"path": "/health", "port": "http"},
+                                           "periodSeconds": 10},
+                        "resources": {
+                            "requests": {"cpu": "4", "memory": "24Gi"},
+                            "limits": {"memory": "48Gi", "nvidia.com/gpu": "1"},
+                        },
+                        "securityContext": {"allowPrivilegeEscalation": False,
+                                            "capabilities": {"drop": ["ALL"]}},
+                        "volumeMounts": [{"name": "cache", "mountPath": "/cache"},
+                                         {"name": "shm", "mountPath": "/dev/shm"}],  # noqa: S108 - a mount path, not a temp file
+                    }],
+                    "volumes": [{"name": "cache", "emptyDir": {}},
+                                {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}}],
+                },
+            },
+        },
+    }
+
+
+def service(meta: dict[str, Any], endpoint: EndpointSpec) -> Manifest:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {**meta, "labels": {**meta["labels"], **selector_labels(endpoint)}},
+        "spec": {"selector": selector_labels(endpoint),
+                 "ports": [{"name": "http", "port": VLLM_PORT, "targetPort": "http", "protocol": "TCP"}]},
+    }
+
+
+def service_scrape(meta: dict[str, Any], endpoint: EndpointSpec) -> Manifest:
+    return {
+        "apiVersion": VM_OPERATOR,
+        "kind": "VMServiceScrape",
+        "metadata": meta,
+        "spec": {
+            "selector": {"matchLabels": selector_labels(endpoint)},
+            "endpoints": [{"port": "http", "path": "/metrics", "interval": "15s"}],
+        },
+    }
+
+
+def prometheus_trigger(cat: Catalog, name: str, query: str, threshold: str,
+                       metric_type: str = "AverageValue") -> dict[str, Any]:
+    return {
+        "type": "prometheus",
+        "name": name,
+        "metricType": metric_type,
+        # At zero replicas vLLM exports nothing: an empty result counts as 0 instead of a scaler error.
+        # That is only safe because service_scrape() makes the metric exist whenever a replica runs.
+        "metadata": {"serverAddress": cat.metrics_url, "query": query, "threshold": threshold,
+                     "activationThreshold": "0", "ignoreNullValues": "true"},
+    }
+
+
+def scaled_object(meta: dict[str, Any], namespace: str, cat: Catalog, endpoint: EndpointSpec, *,
+                  suspended: bool, quantity: Any) -> Manifest:
+    selector = f'namespace="{namespace}",model_name="{endpoint.model}"'
+    triggers = [
+        # Queue depth: requests waiting for a batch slot, summed over replicas. AverageValue: the HPA
+        # wants sum / target replicas (the target is per replica).
+        prometheus_trigger(cat, "queue-depth", f"sum({QUEUE_METRIC}{{{selector}}})", str(endpoint.queue_target)),
+        # KV-cache use is a 0-1 fraction averaged over replicas; scale out before it is full and
+        # requests start preempting. Value: the HPA wants replicas x avg / target (an average must not
+        # be divided by the target as if it were a total).
+        prometheus_trigger(cat, "kv-cache", f"avg({KV_CACHE_METRIC}{{{selector}}})",
+                           quantity(endpoint.kv_cache_target), metric_type="Value"),
+    ]
+    if endpoint.prewarm_start and endpoint.prewarm_end:
+        triggers.append({
+            "type": "cron",
+            "name": "business-hours-prewarm",
+            "metadata": {"timezone": cat.business_timezone, "start": endpoint.prewarm_start,
+                         "end": endpoint.prewarm_end, "desiredReplicas": str(endpoint.prewarm_replicas)},
+        })
+    meta = {**meta, "labels": {**meta["labels"], "gpufleet.io/sla-tier": endpoint.tier}}
+    if suspended:
+        # KEDA holds the target at 0 replicas while the tenant is suspended.
+        meta["annotations"] = {"autoscaling.keda.sh/paused-replicas": "0"}
+    return {
+        "apiVersion": KEDA,
+        "kind": "ScaledObject",
+        "metadata": meta,
+        "spec": {
+            # The platform-owned host Deployment above, in the ScaledObject's namespace.
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": object_name(endpoint)},
+            "pollingInterval": endpoint.polling_seconds,
+            "cooldownPeriod": endpoint.cooldown_seconds,
+            "minReplicaCount": endpoint.min_replicas,
+            "maxReplicaCount": endpoint.max_replicas,
+            "triggers": triggers,
+        },
+    }
+
+
+def replicate_services(view: Any, ctx: Any, values: dict[str, Any]) -> None:
+    """vcluster.yaml hook: each endpoint's host Service appears inside the virtual cluster as
+    `endpoint-<name>` in `default` (chart `networking.replicateServices.fromHost`, v0.36.1), so the
+    tenant's own pods call the platform-owned server by a name of their cluster."""
+    sched = view.extra.get("scheduling")
+    if sched is None or not sched.endpoints:
+        return
+    mappings = values.setdefault("networking", {}).setdefault("replicateServices", {}).setdefault("fromHost", [])
+    for endpoint in sched.endpoints:
+        name = object_name(endpoint)
+        mappings.append({"from": f"{view.namespace}/{name}", "to": f"default/{name}"})

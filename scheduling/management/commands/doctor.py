@@ -1,0 +1,47 @@
+"""gpufleet doctor [--json] [--kubeconfig PATH] [--context NAME]: check a cluster against the matrix.
+
+Read-only: GETs on the Kubernetes API (CRDs, Kueue's manager ConfigMap, HAMi's webhook, Karpenter's
+NodePools and node classes, node labels). Exit status 1 when any check fails. docs/compatibility.md.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from infra.errors import InfraError
+from infra.kube.backend import KubernetesBackend
+from scheduling.doctor import diagnose
+from scheduling.inputs import load_catalog
+
+
+class Command(BaseCommand):
+    help = "Check the cluster's Kueue, KAI, HAMi, KEDA, Kyverno and Karpenter configuration (read-only)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--json", action="store_true", help="machine-readable findings")
+        parser.add_argument("--kubeconfig", default=None, help="default: GPUFLEET_KUBECONFIG or in-cluster")
+        parser.add_argument("--context", default=None)
+
+    def handle(self, *args: object, **opts: object) -> None:
+        class Source:  # the backend's settings reader, with the command line taking precedence
+            GPUFLEET_KUBECONFIG = opts["kubeconfig"] or getattr(settings, "GPUFLEET_KUBECONFIG", "")
+            GPUFLEET_KUBE_CONTEXT = opts["context"] or getattr(settings, "GPUFLEET_KUBE_CONTEXT", "")
+
+        try:
+            findings = diagnose(KubernetesBackend.from_settings(Source).read, load_catalog()["scheduling"])
+        except InfraError as exc:
+            raise CommandError(f"cannot read the cluster: {exc}") from exc
+        failed = [f for f in findings if not f.ok]
+        if opts["json"]:
+            self.stdout.write(json.dumps([f.as_dict() for f in findings], indent=2))
+        else:
+            for f in findings:
+                self.stdout.write(f"{'ok  ' if f.ok else 'FAIL'} {f.check}: {f.detail}")
+                if not f.ok:
+                    self.stdout.write(f"     fix: {f.fix}")
+            self.stdout.write(f"{len(findings) - len(failed)} ok, {len(failed)} failed")
+        if failed:
+            raise CommandError(f"{len(failed)} check(s) failed")

@@ -1,0 +1,226 @@
+"""Karpenter NodePools for the GPU flavors, and which flavors may use topology-aware scheduling. Pure.
+
+Why the pool must carry the flavor's labels (Karpenter v1.14.1, kubernetes-sigs/karpenter):
+- `pkg/scheduling/requirements.go` (`Requirements.Compatible`): a pod's nodeSelector/affinity on a
+  *custom* label (any key outside `WellKnownLabels`, e.g. `nvidia.com/gpu.product` from the Kueue
+  ResourceFlavor) must be defined by the NodePool's template labels or requirements, otherwise the pool
+  is skipped with "label ... does not have known values". Well-known labels (zone, region, instance
+  type, arch, os, capacity type, nodepool) may stay undefined.
+- `pkg/apis/v1/labels.go`: `RestrictedLabelDomains` is `karpenter.sh` only and `RestrictedLabels` is
+  `kubernetes.io/hostname`; any other key (`nvidia.com/...`, `gpufleet.io/...`) may be a template label.
+- Template labels do not constrain which instance type the cloud provider launches; only requirements
+  on instance-type keys do. So every pool gets a GPU-model requirement (`node.kubernetes.io/instance-type`
+  from the pool's instance types and, on AWS, `karpenter.k8s.aws/instance-gpu-name`).
+
+Topology (Kueue v0.19.2, `site/content/en/docs/concepts/topology_aware_scheduling.md`): a ResourceFlavor
+with `topologyName` only counts nodes that carry every level label, and capacity is node allocatable.
+HAMi's `nvidia.com/gpucores` / `gpumem-percentage` are never node allocatable (HAMi v2.10.0 accounts them
+in its scheduler extender, not in node status), so a HAMi flavor must never be topology-aware.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from infra.manifests import Manifest
+
+from . import catalog
+from .inputs import Catalog, FlavorSpec, NodePoolSpec, QuotaSpec
+
+KARPENTER = "karpenter.sh/v1"
+KARPENTER_ALPHA = "karpenter.sh/v1alpha1"
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
+PRODUCT_LABEL = "nvidia.com/gpu.product"
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"  # read by the GPU operator's mig-manager (mig-parted configs)
+POOL_LABEL = "gpufleet.io/node-pool"
+FLAVOR_LABEL = "gpufleet.io/flavor"
+MODE_LABEL = "gpufleet.io/gpu-mode"
+GPUS_PER_NODE = "gpufleet.io/gpus-per-node"
+DEDICATED_LABEL = "gpufleet.io/dedicated-tenant"  # same key as tenants.isolation.policy.DEDICATED_POOL_LABEL
+AWS_NODE_CLASS_GROUP = "karpenter.k8s.aws"
+AWS_GPU_NAME = "karpenter.k8s.aws/instance-gpu-name"  # karpenter-provider-aws pkg/apis/v1/labels.go
+# Labels every node has without the pool setting them: the kubelet's hostname, and the offering's
+# zone/region that Karpenter writes (labels.go WellKnownLabelsForOfferings).
+AUTOMATIC_LABELS = frozenset({"kubernetes.io/hostname", "topology.kubernetes.io/zone",
+                              "topology.kubernetes.io/region"})
+# Cloud-provider node labels present on every node of that provider (EKS network topology labels).
+PROVIDER_LABELS = {AWS_NODE_CLASS_GROUP: ("topology.k8s.aws/network-node-layer-",)}
+
+
+def flavor_node_labels(flavor: FlavorSpec) -> dict[str, str]:
+    """The labels Kueue turns into the pod's nodeSelector for this flavor (ResourceFlavor.nodeLabels)."""
+    labels = dict(flavor.node_labels)
+    if flavor.product_label:
+        labels.setdefault(PRODUCT_LABEL, flavor.product_label)
+    # One GPU model's nodes come in three shapes (whole, MIG-partitioned, HAMi): the mode label keeps a
+    # whole-GPU pod off a MIG node (no nvidia.com/gpu under the mixed strategy) and off HAMi's nodes.
+    labels.setdefault(MODE_LABEL, flavor.mode)
+    return dict(sorted(labels.items()))
+
+
+def provided_by_node(label: str, cat: Catalog) -> bool:
+    """Whether every node carries `label` without the NodePool setting it."""
+    if label in AUTOMATIC_LABELS:
+        return True
+    return any(label.startswith(prefix) for prefix in PROVIDER_LABELS.get(cat.node_class_group, ()))
+
+
+def topology_labels(pool_name: str, cat: Catalog) -> dict[str, str]:
+    """Template labels for the topology levels no one else sets. Karpenter cannot know a node's rack,
+    so a pool is one topology domain at those levels: the operator backs that with the pool's node
+    class (a cluster placement group / capacity block), see docs/scheduling.md."""
+    return {level: pool_name for level in cat.topology_levels if not provided_by_node(level, cat)}
+
+
+def pools_of(flavor: FlavorSpec, cat: Catalog) -> list[NodePoolSpec]:
+    return [p for p in cat.node_pools if p.flavor.name == flavor.name]
+
+
+def topology_aware(flavor: FlavorSpec, cat: Catalog) -> bool:
+    """topologyName only where the flavor's nodes carry every level: never HAMi, never without levels,
+    and only for flavors served by our NodePools (which label their nodes with the levels)."""
+    if flavor.mode == "hami" or not cat.topology_levels:
+        return False
+    return bool(pools_of(flavor, cat))
+
+
+def gpu_family(flavor: FlavorSpec) -> str:
+    """AWS's instance-gpu-name for the flavor's model: the model name's first part (`h100-80gb` ->
+    `h100`), the convention docs/scheduling.md asks GPU model names to follow."""
+    return flavor.gpu_model.split("-", 1)[0].lower()
+
+
+def requirements(pool: NodePoolSpec, cat: Catalog) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [
+        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": pool.capacity_types or ["on-demand"]},
+    ]
+    if pool.instance_types:
+        out.append({"key": "node.kubernetes.io/instance-type", "operator": "In",
+                    "values": sorted(pool.instance_types)})
+    if cat.node_class_group == AWS_NODE_CLASS_GROUP:
+        out.append({"key": AWS_GPU_NAME, "operator": "In", "values": [gpu_family(pool.flavor)]})
+    return out
+
+
+def pool_labels(pool: NodePoolSpec, cat: Catalog) -> dict[str, str]:
+    flavor = pool.flavor
+    labels = {**topology_labels(pool.name, cat), **flavor_node_labels(flavor),
+              POOL_LABEL: pool.name, FLAVOR_LABEL: flavor.name, MODE_LABEL: flavor.mode}
+    if flavor.mode == "mig" and flavor.mig_profile:
+        labels[MIG_CONFIG_LABEL] = f"all-{flavor.mig_profile}"
+    return dict(sorted(labels.items()))
+
+
+def pool_taints(pool: NodePoolSpec) -> list[dict[str, Any]]:
+    return [GPU_TAINT, *[t for t in pool.flavor.taints if t.get("key") != GPU_TAINT["key"]]]
+
+
+def _node_pool(name: str, metadata: dict[str, Any], pool: NodePoolSpec, cat: Catalog, *,
+               labels: dict[str, str], taints: list[dict[str, Any]], gpu_limit: int) -> Manifest:
+    # What the operator declared about the instance types (Karpenter learns it from the cloud provider);
+    # read by the journey model and by `gpufleet doctor`, not by Karpenter.
+    metadata = {**metadata, "annotations": {GPUS_PER_NODE: str(pool.gpus_per_node)}}
+    return {
+        "apiVersion": KARPENTER,
+        "kind": "NodePool",
+        "metadata": metadata,
+        "spec": {
+            "template": {
+                "metadata": {"labels": dict(sorted(labels.items()))},
+                "spec": {
+                    "nodeClassRef": {"group": cat.node_class_group, "kind": cat.node_class_kind,
+                                     "name": pool.node_class},
+                    "requirements": requirements(pool, cat),
+                    "taints": taints,
+                },
+            },
+            "limits": {"nvidia.com/gpu": gpu_limit},
+            "disruption": {
+                "consolidationPolicy": pool.consolidation_policy,
+                "consolidateAfter": pool.consolidate_after,
+            },
+        },
+    }
+
+
+def node_pool(pool: NodePoolSpec, cat: Catalog) -> Manifest:
+    from tenants.render import platform_metadata
+
+    return _node_pool(pool.name, platform_metadata(pool.name), pool, cat, labels=pool_labels(pool, cat),
+                      taints=pool_taints(pool), gpu_limit=pool.gpu_limit)
+
+
+def overlay_capacity(pool: NodePoolSpec) -> dict[str, str]:
+    """Extended resources a node of this pool offers beyond the cloud's `nvidia.com/gpu`: MIG slices
+    (mig-parted `all-<profile>`: whole slices per GPU) or HAMi's percentages (100 per GPU)."""
+    flavor, gpus = pool.flavor, pool.gpus_per_node
+    if flavor.mode == "mig":
+        return {flavor.resource: str(catalog.units_per_gpu(flavor.weight) * gpus)}
+    if flavor.mode == "hami":
+        return {r: str(100 * gpus) for r in flavor.resources if r != "nvidia.com/gpu"}
+    return {}
+
+
+def node_overlay(pool_name: str, metadata: dict[str, Any], pool: NodePoolSpec) -> Manifest | None:
+    """Karpenter only launches a node for a pod whose requests an instance type offers; the cloud provider
+    knows `nvidia.com/gpu` but not MIG slices or HAMi shares, so without this every MIG/HAMi pod is
+    "incompatible with all instance types". NodeOverlay (karpenter.sh/v1alpha1, v1.14.1
+    `pkg/apis/crds/karpenter.sh_nodeoverlays.yaml`, feature gate NodeOverlay) appends the capacity for
+    the pool's nodes only."""
+    capacity = overlay_capacity(pool)
+    if not capacity:
+        return None
+    return {
+        "apiVersion": KARPENTER_ALPHA,
+        "kind": "NodeOverlay",
+        "metadata": metadata,
+        "spec": {"requirements": [{"key": "karpenter.sh/nodepool", "operator": "In", "values": [pool_name]}],
+                 "capacity": capacity},
+    }
+
+
+def platform_pool_objects(pool: NodePoolSpec, cat: Catalog) -> list[Manifest]:
+    from tenants.render import platform_metadata
+
+    overlay = node_overlay(pool.name, platform_metadata(pool.name), pool)
+    return [node_pool(pool, cat), *([overlay] if overlay else [])]
+
+
+def dedicated_pool_name(slug: str, pool: NodePoolSpec) -> str:
+    return f"{pool.name}-{slug}"[:63].rstrip("-")
+
+
+def dedicated_gpu_limit(pool: NodePoolSpec, quota: QuotaSpec | None) -> int:
+    """GPUs the tenant's own nodes may add up to: what its quota can admit (nominal + borrowing), rounded
+    up to whole nodes -- Karpenter counts a launch against `limits` with the instance's full capacity,
+    so a limit below one node's GPUs launches nothing -- and never above the shared pool's limit."""
+    if quota is None:
+        return 0
+    if quota.borrowing_limit is None:
+        return pool.gpu_limit
+    wanted = quota.nominal + quota.borrowing_limit
+    nodes = -(-wanted // pool.gpus_per_node)
+    return min(pool.gpu_limit, nodes * pool.gpus_per_node)
+
+
+def dedicated_pools(slug: str, metadata_of: Any, modes: frozenset[str], quotas: dict[str, QuotaSpec],
+                    cat: Catalog) -> list[Manifest]:
+    """One NodePool per (shared pool of an allowed mode, tenant with quota on its flavor): the shared
+    pool's shape plus the tenant's label and taint (tenants.isolation.policy.placement), so the
+    tenant's pods -- which carry that nodeSelector and toleration -- get nodes of their own."""
+    out = []
+    taint = {"key": DEDICATED_LABEL, "value": slug, "effect": "NoSchedule"}
+    for pool in cat.node_pools:
+        limit = dedicated_gpu_limit(pool, quotas.get(pool.flavor.name))
+        if pool.flavor.mode not in modes or limit <= 0:
+            continue
+        name = dedicated_pool_name(slug, pool)
+        # Its own topology domain too: its nodes come from their own placement group, not the shared pool's.
+        labels = {**pool_labels(pool, cat), **topology_labels(name, cat), DEDICATED_LABEL: slug, POOL_LABEL: name}
+        out.append(_node_pool(name, metadata_of(name), pool, cat, labels=labels,
+                              taints=[*pool_taints(pool), taint], gpu_limit=limit))
+        overlay = node_overlay(name, metadata_of(name), pool)
+        if overlay:
+            out.append(overlay)
+    return out

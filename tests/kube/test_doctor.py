@@ -1,0 +1,192 @@
+"""`gpufleet doctor` against the Kubernetes API emulator: a cluster configured as the matrix says passes;
+each way a real cluster goes wrong (issue 15) is named with its fix and fails the exit status.
+
+The cluster's CRDs are the upstream files themselves (reference crds/), served by the emulator; the
+rest (Kueue's manager ConfigMap, HAMi's webhook configuration, Karpenter's NodePools, node class,
+deployment and nodes) is seeded in the shapes those charts and controllers write.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import kmock
+import pytest
+import yaml
+from django.core.management import CommandError, call_command
+
+from infra.manifests import to_yaml
+from scheduling import actions
+from scheduling.inputs import load_catalog
+from scheduling.prerequisites import PLATFORM_NAMESPACES, kueue_configuration
+from tenants.render import RenderContext, render_platform
+from tests.support.services import need_reference
+
+from .emulator import EmulatorThread
+
+pytestmark = pytest.mark.django_db
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the CRDs are megabytes of YAML
+CRD_FILES = (
+    "kueue/kueue.x-k8s.io_clusterqueues.yaml", "kueue/kueue.x-k8s.io_localqueues.yaml",
+    "kueue/kueue.x-k8s.io_resourceflavors.yaml", "kueue/kueue.x-k8s.io_cohorts.yaml",
+    "kueue/kueue.x-k8s.io_topologies.yaml", "kueue/kueue.x-k8s.io_workloadpriorityclasses.yaml",
+    "kai-scheduler/scheduling.run.ai_queues.yaml", "kai-scheduler/scheduling.run.ai_podgroups.yaml",
+    "keda/keda.sh_scaledobjects.yaml", "kyverno/kyverno.io_policies.yaml", "kyverno/kyverno.io_clusterpolicies.yaml",
+    "karpenter/karpenter.sh_nodepools.yaml", "karpenter/karpenter.sh_nodeclaims.yaml",
+    "karpenter/karpenter.sh_nodeoverlays.yaml",
+    "victoriametrics-operator/operator.victoriametrics.com_vmservicescrapes.yaml",
+)
+
+
+def put(kube: EmulatorThread, group: str, version: str, plural: str, obj: dict[str, Any]) -> None:
+    key = (kmock.resource(group, version, plural), obj["metadata"].get("namespace"), obj["metadata"]["name"])
+    kube.call(lambda: kube.emulator.objects.__setitem__(key, obj))
+
+
+def drop(kube: EmulatorThread, group: str, version: str, plural: str, name: str, namespace: str | None = None) -> None:
+    kube.call(lambda: kube.emulator.objects[kmock.resource(group, version, plural), namespace, name].delete())
+
+
+@pytest.fixture
+def catalog(db) -> None:
+    model = actions.create_gpu_model("h100-80gb", "NVIDIA H100 80GB HBM3", 81559, "NVIDIA-H100-80GB-HBM3")
+    actions.create_flavor("h100", gpu_model=model.name, mode="whole", capacity=16)
+    actions.create_flavor("h100-quarter", gpu_model=model.name, mode="hami", memory_percent=25, cores_percent=25,
+                          capacity=32)
+    actions.create_node_pool("h100-whole", flavor="h100", gpu_limit=16, instance_types=["p5.48xlarge"])
+    actions.create_node_pool("h100-hami", flavor="h100-quarter", gpu_limit=8, instance_types=["p5.48xlarge"])
+
+
+@pytest.fixture
+def healthy(kube: EmulatorThread, catalog) -> EmulatorThread:
+    """A cluster installed from the platform's own output."""
+    reference = need_reference() / "crds"
+    for name in CRD_FILES:
+        put(kube, "apiextensions.k8s.io", "v1", "customresourcedefinitions",
+            yaml.load((reference / name).read_text(), Loader=LOADER))
+    cat = load_catalog()["scheduling"]
+    put(kube, "", "v1", "configmaps", {
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "kueue-manager-config", "namespace": "kueue-system"},
+        "data": {"controller_manager_config.yaml": to_yaml(kueue_configuration(cat))}})
+    # As HAMi 2.10.0's charts/hami/templates/scheduler/webhook.yaml renders it with our values.
+    put(kube, "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": "hami-webhook"},
+        "webhooks": [{"name": "vgpu.hami.io", "namespaceSelector": {"matchExpressions": [
+            {"key": "hami.io/webhook", "operator": "NotIn", "values": ["ignore"]},
+            {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": list(PLATFORM_NAMESPACES)}]}}]})
+    for pool in (m for m in render_platform(RenderContext.from_settings()) if m["kind"] == "NodePool"):
+        put(kube, "karpenter.sh", "v1", "nodepools", pool)
+    put(kube, "karpenter.k8s.aws", "v1", "ec2nodeclasses",
+        {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "gpu"}})
+    put(kube, "apps", "v1", "deployments", {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "karpenter", "namespace": "karpenter"},
+        "spec": {"template": {"spec": {"containers": [{"name": "controller", "env": [
+            {"name": "FEATURE_GATES", "value": "ReservedCapacity=true,SpotToSpotConsolidation=false,NodeOverlay=true"}
+        ]}]}}}})
+    put(kube, "", "v1", "nodes", node("gpu-1", {"gpufleet.io/flavor": "h100", "kubernetes.io/hostname": "gpu-1",
+                                                 "gpufleet.io/topology-block": "h100-whole",
+                                                 "gpufleet.io/topology-rack": "h100-whole"}))
+    return kube
+
+
+def node(name: str, labels: dict[str, str]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}}
+
+
+def doctor(kube: EmulatorThread, tmp_path: Path, *args: str) -> tuple[list[dict], bool]:
+    config = tmp_path / "kubeconfig"
+    config.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "emulator",
+        "clusters": [{"name": "emulator", "cluster": {"server": kube.url}}],
+        "users": [{"name": "emulator", "user": {"token": "x"}}],
+        "contexts": [{"name": "emulator", "context": {"cluster": "emulator", "user": "emulator"}}]}))
+    from io import StringIO
+
+    out = StringIO()
+    try:
+        call_command("doctor", "--json", "--kubeconfig", str(config), *args, stdout=out)
+        failed = False
+    except CommandError:
+        failed = True
+    return json.loads(out.getvalue()), failed
+
+
+def failures(findings: list[dict]) -> dict[str, dict]:
+    return {f["check"]: f for f in findings if not f["ok"]}
+
+
+def test_a_cluster_installed_from_the_platform_output_passes(healthy, tmp_path) -> None:
+    findings, failed = doctor(healthy, tmp_path)
+    assert failures(findings) == {} and not failed
+    checks = {f["check"] for f in findings}
+    assert {"crd/clusterqueues.kueue.x-k8s.io", "crd/vmservicescrapes.operator.victoriametrics.com",
+            "kueue/configuration", "hami/webhook",
+            "karpenter/nodepool/h100-whole", "karpenter/nodepool/h100-whole/nodeclass", "karpenter/nodeoverlay",
+            "topology/nodes"} <= checks
+
+
+def test_a_misconfigured_kueue_is_named_with_its_fix(healthy, tmp_path, settings) -> None:
+    config = kueue_configuration(load_catalog()["scheduling"])
+    config["manageJobsWithoutQueueName"] = True
+    config["integrations"]["frameworks"].remove("statefulset")
+    put(healthy, "", "v1", "configmaps", {
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "kueue-manager-config", "namespace": "kueue-system"},
+        "data": {"controller_manager_config.yaml": to_yaml(config)}})
+    settings.GPUFLEET_KUEUE_FAIR_SHARING = True
+    findings, failed = doctor(healthy, tmp_path)
+    found = failures(findings)
+    assert failed
+    assert set(found) == {"kueue/configuration/manageJobsWithoutQueueName", "kueue/configuration/integrations",
+                          "kueue/configuration/fairSharing"}
+    assert "statefulset" in found["kueue/configuration/integrations"]["detail"]
+    assert found["kueue/configuration/manageJobsWithoutQueueName"]["fix"] == "set manageJobsWithoutQueueName: false"
+
+
+def test_broken_hami_karpenter_and_topology_are_found(healthy, tmp_path) -> None:
+    put(healthy, "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": "hami-webhook"}, "webhooks": [{"name": "vgpu.hami.io", "namespaceSelector": {}}]})
+    pool = next(m for m in render_platform(RenderContext.from_settings()) if m["metadata"]["name"] == "h100-whole"
+                and m["kind"] == "NodePool")
+    stale = copy.deepcopy(pool)
+    del stale["spec"]["template"]["metadata"]["labels"]["nvidia.com/gpu.product"]  # the pre-issue-15 pool
+    put(healthy, "karpenter.sh", "v1", "nodepools", stale)
+    drop(healthy, "karpenter.k8s.aws", "v1", "ec2nodeclasses", "gpu")
+    put(healthy, "", "v1", "nodes", node("gpu-2", {"gpufleet.io/flavor": "h100", "kubernetes.io/hostname": "gpu-2"}))
+    drop(healthy, "apiextensions.k8s.io", "v1", "customresourcedefinitions", "scaledobjects.keda.sh")
+    findings, failed = doctor(healthy, tmp_path)
+    found = failures(findings)
+    assert failed
+    assert {"hami/webhook", "hami/webhook/platform-namespaces", "karpenter/nodepool/h100-whole",
+            "karpenter/nodepool/h100-whole/nodeclass", "karpenter/nodepool/h100-hami/nodeclass",
+            "topology/node/gpu-2", "crd/scaledobjects.keda.sh"} == set(found)
+    assert "nvidia.com/gpu.product" in found["karpenter/nodepool/h100-whole"]["detail"]
+    assert "gpufleet.io/topology-block" in found["topology/node/gpu-2"]["detail"]
+
+
+def test_text_output_says_what_to_do(healthy, tmp_path, capsys) -> None:
+    drop(healthy, "apiextensions.k8s.io", "v1", "customresourcedefinitions", "nodeoverlays.karpenter.sh")
+    config = tmp_path / "kubeconfig"
+    config.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "e",
+        "clusters": [{"name": "e", "cluster": {"server": healthy.url}}], "users": [{"name": "e", "user": {}}],
+        "contexts": [{"name": "e", "context": {"cluster": "e", "user": "e"}}]}))
+    with pytest.raises(CommandError, match="1 check"):
+        call_command("doctor", "--kubeconfig", str(config))
+    out = capsys.readouterr().out
+    assert "FAIL karpenter/nodeoverlay" in out and "fix: install Karpenter >= 1.7" in out
+
+
+def test_a_check_the_cluster_refuses_is_a_failure_not_a_crash(healthy, tmp_path) -> None:
+    healthy.call(lambda: healthy.emulator["get", kmock.resource("", "v1", "nodes")] << kmock.KubernetesError(
+        status=403, reason="Forbidden", message="nodes is forbidden: User cannot list resource nodes"))
+    findings, failed = doctor(healthy, tmp_path)
+    found = failures(findings)
+    assert failed and set(found) == {"topology/nodes"}
+    assert "nodes is forbidden" in found["topology/nodes"]["detail"]

@@ -1,0 +1,104 @@
+"""The platform output installs what the platform relies on: Flux sources and HelmReleases for Kueue,
+KAI Scheduler, HAMi, KEDA and Kyverno, valid against the upstream Flux CRDs, with the settings the
+tenant objects assume (issue 15, "make the prerequisites part of the product")."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+from django.core.management import call_command
+
+from scheduling import catalog
+from scheduling.prerequisites import COMPONENTS, PLATFORM_NAMESPACES
+from tenants.backends import get_schema_registry
+from tenants.render import RenderContext, render_platform
+from tests.support.services import need_reference
+
+pytestmark = pytest.mark.django_db
+
+
+def releases() -> dict[str, dict]:
+    return {m["metadata"]["name"]: m for m in render_platform(RenderContext.from_settings())
+            if m["kind"] == "HelmRelease"}
+
+
+def kueue_config() -> dict:
+    return yaml.safe_load(releases()["kueue"]["spec"]["values"]["managerConfig"]["controllerManagerConfigYaml"])
+
+
+def test_every_component_is_installed_from_a_pinned_source_and_validates() -> None:
+    need_reference()
+    platform = render_platform(RenderContext.from_settings())
+    assert get_schema_registry().validate(platform) == []
+    found = releases()
+    assert set(found) == {c.name for c in COMPONENTS}
+    sources = {(m["kind"], m["metadata"]["name"]): m for m in platform
+               if m["apiVersion"].startswith("source.toolkit.fluxcd.io/")}
+    for component in COMPONENTS:
+        spec = found[component.name]["spec"]
+        assert spec["targetNamespace"] == component.namespace
+        if component.oci:
+            assert spec["chartRef"]["kind"] == "OCIRepository"
+            assert sources[("OCIRepository", component.name)]["spec"]["ref"] == {"tag": component.version}
+        else:
+            assert spec["chart"]["spec"]["version"] == component.version
+            assert ("HelmRepository", component.name) in sources
+
+
+def test_a_misspelled_release_field_fails_validation() -> None:
+    need_reference()
+    broken = copy.deepcopy(releases()["kueue"])
+    broken["spec"]["chartRefs"] = broken["spec"].pop("chartRef")
+    assert get_schema_registry().validate([broken])
+
+
+def test_kueue_manages_only_labelled_gpu_work_in_tenant_namespaces() -> None:
+    config = kueue_config()
+    assert config["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
+    assert config["manageJobsWithoutQueueName"] is False
+    assert config["managedJobsNamespaceSelector"] == {
+        "matchExpressions": [{"key": "gpufleet.io/tenant", "operator": "Exists"}]}
+    assert set(config["integrations"]["frameworks"]) == {
+        "pod", "batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob", "statefulset", "deployment"}
+    assert "fairSharing" not in config  # off unless the platform says so
+
+
+def test_fair_sharing_follows_the_setting(settings) -> None:
+    settings.GPUFLEET_KUEUE_FAIR_SHARING = True
+    assert kueue_config()["fairSharing"] == {
+        "preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]}
+
+
+def test_hami_uses_our_resource_names_and_skips_platform_namespaces() -> None:
+    values = releases()["hami"]["spec"]["values"]
+    assert values["resourceCores"] == catalog.HAMI_CORES
+    assert values["resourceMemPercentage"] == catalog.HAMI_MEMORY_PERCENT
+    webhook = values["scheduler"]["admissionWebhook"]
+    assert webhook["manageNamespaceSelector"] is True
+    assert {"kube-system", "kueue-system", "kyverno", "flux-system"} <= set(webhook["whitelistNamespaces"])
+    assert set(webhook["whitelistNamespaces"]) == set(PLATFORM_NAMESPACES)
+
+
+# Kyverno's MutatingWebhookConfiguration (kyverno v1.19.0, config/... "kyverno-resource-mutating-webhook-cfg").
+KYVERNO_MUTATING_WEBHOOK = "kyverno-resource-mutating-webhook-cfg"
+
+
+def test_webhooks_run_in_the_order_the_journeys_assume() -> None:
+    """The API server calls mutating webhook configurations sorted by name. Kyverno's routing must reach
+    Kueue's pod webhook (Kueue sorts first, so it must be called again: IfNeeded) and precede HAMi's
+    (whose configuration is "<fullname>-webhook": the release's fullnameOverride must sort after)."""
+    found = releases()
+    kueue, hami = found["kueue"]["spec"]["values"], found["hami"]["spec"]["values"]
+    assert kueue["mutatingWebhook"]["reinvocationPolicy"] == "IfNeeded"
+    kueue_webhook = f"{kueue.get('fullnameOverride', 'kueue')}-mutating-webhook-configuration"
+    hami_webhook = f"{hami['fullnameOverride']}-webhook"
+    assert sorted([kueue_webhook, KYVERNO_MUTATING_WEBHOOK, hami_webhook]) == [
+        kueue_webhook, KYVERNO_MUTATING_WEBHOOK, hami_webhook]
+
+
+def test_render_platform_shows_them(capsys) -> None:
+    call_command("render", "--platform")
+    kinds = [(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(capsys.readouterr().out) if d]
+    assert ("HelmRelease", "kueue") in kinds and ("OCIRepository", "kai-scheduler") in kinds
