@@ -99,10 +99,10 @@ def check_kueue_config(read: Read, cat: Catalog) -> list[Finding]:
         out.append(_fail(f"{check}/integrations", f"missing frameworks {', '.join(missing)}: those workloads "
                          "would run without admission", "add them to integrations.frameworks"))
     has_fair_sharing = "fairSharing" in actual
-    if has_fair_sharing != cat.kueue_fair_sharing:
+    if has_fair_sharing != cat.fair_sharing:
         out.append(_fail(f"{check}/fairSharing",
                          "fair sharing is " + ("on" if has_fair_sharing else "off") + " but GPUFLEET_KUEUE_FAIR_"
-                         "SHARING is " + str(cat.kueue_fair_sharing),
+                         "SHARING is " + str(cat.fair_sharing),
                          "render the platform again and let Flux apply the Kueue HelmRelease"))
     return out or [_ok(check, "queue-named jobs only, tenant namespaces, all integrations, fair sharing as set")]
 

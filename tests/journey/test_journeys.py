@@ -184,7 +184,7 @@ def test_a_whole_gpu_pod_of_a_hami_tenant_stays_whole(fleet) -> None:
 
 @pytest.mark.xfail(strict=True, reason="whole GPUs and HAMi vGPUs share the resource name nvidia.com/gpu, so "
                    "they share a Kueue resource group and flavor fungibility may place a whole-GPU pod on the "
-                   "HAMi flavor; needs HAMi's own resourceName (HAMi HelmRelease prerequisites, branch stack2)")
+                   "HAMi flavor; needs HAMi's own resourceName (a known gap, docs/scheduling.md)")
 def test_a_whole_gpu_pod_beyond_its_whole_quota_never_takes_the_hami_flavor(fleet) -> None:
     """acme may hold 4 whole GPUs (2 + 2 borrowed); a 5-GPU pod must wait, not run on HAMi's quota."""
     pod = workloads.inference_pod("whole")
