@@ -51,7 +51,7 @@ class Fleet:
     tenants: dict[str, list[dict[str, Any]]]
     # ResourceQuota `used` per namespace (what the cluster already runs), e.g. for the backstop journeys.
     used: dict[str, dict[str, float]] = field(default_factory=dict)
-    # Scheduling installed in the cluster (the prerequisites; stack2 renders their HelmReleases).
+    # Scheduling installed in the cluster (the prerequisites: scheduling/prerequisites.py renders their HelmReleases).
     schedulers: tuple[str, ...] = ("default-scheduler", "kai-scheduler", "hami-scheduler")
 
     @property
