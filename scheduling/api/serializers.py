@@ -4,7 +4,19 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from gpufleet.api.serializers import StrictSerializer, documented
+
 from ..models import Cohort, Flavor, GpuNodePool, InferenceEndpoint, Quota, QuotaChangeRequest, TenantScheduling
+
+# What scheduling.validation enforces, said in the published schema.
+COUNT_MAX = 1_000_000
+COUNT_SCHEMA = {"type": "integer", "minimum": 0, "maximum": COUNT_MAX}
+NAME_SCHEMA = {"type": "string", "maxLength": 63, "pattern": "^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"}
+ENDPOINT_NAME_SCHEMA = {**NAME_SCHEMA, "maxLength": 50}
+MODEL_SCHEMA = {"type": "string", "minLength": 1, "maxLength": 200, "pattern": '^[^"\\\\{}\\n]*\\S[^"\\\\{}\\n]*$'}
+KV_CACHE_SCHEMA = {"type": "number", "minimum": 0.05, "maximum": 1}
+QUEUE_TARGET_SCHEMA = {"type": "integer", "minimum": 1, "maximum": COUNT_MAX}
+
 
 
 class FlavorSerializer(serializers.ModelSerializer):
@@ -31,7 +43,7 @@ class NodePoolSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class NodePoolCreateSerializer(serializers.Serializer):
+class NodePoolCreateSerializer(StrictSerializer):
     name = serializers.CharField()
     flavor = serializers.CharField()
     gpu_limit = serializers.JSONField()
@@ -52,14 +64,14 @@ class QuotaSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class QuotaWriteSerializer(serializers.Serializer):
+class QuotaWriteSerializer(StrictSerializer):
     """Numbers stay raw (JSONField) so the action reports 'must not be negative' etc. on the field."""
 
     tenant = serializers.CharField()
     flavor = serializers.CharField()
-    nominal = serializers.JSONField()
-    borrowing_limit = serializers.JSONField(required=False, allow_null=True)
-    lending_limit = serializers.JSONField(required=False, allow_null=True)
+    nominal = documented(serializers.JSONField, COUNT_SCHEMA)
+    borrowing_limit = documented(serializers.JSONField, COUNT_SCHEMA, required=False, allow_null=True)
+    lending_limit = documented(serializers.JSONField, COUNT_SCHEMA, required=False, allow_null=True)
 
 
 class QuotaRequestCreateSerializer(QuotaWriteSerializer):
@@ -79,7 +91,7 @@ class QuotaRequestSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class ReviewSerializer(serializers.Serializer):
+class ReviewSerializer(StrictSerializer):
     comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
 
 
@@ -94,14 +106,14 @@ class EndpointSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class EndpointCreateSerializer(serializers.Serializer):
+class EndpointCreateSerializer(StrictSerializer):
     tenant = serializers.CharField()
-    name = serializers.CharField()
-    model = serializers.CharField()
+    name = documented(serializers.CharField, ENDPOINT_NAME_SCHEMA)
+    model = documented(serializers.CharField, MODEL_SCHEMA)
     tier = serializers.CharField()
-    deployment = serializers.CharField(required=False)
-    queue_target = serializers.JSONField(required=False)
-    kv_cache_target = serializers.JSONField(required=False)
+    deployment = documented(serializers.CharField, NAME_SCHEMA, required=False)
+    queue_target = documented(serializers.JSONField, QUEUE_TARGET_SCHEMA, required=False)
+    kv_cache_target = documented(serializers.JSONField, KV_CACHE_SCHEMA, required=False)
     triggers = serializers.JSONField(required=False)
 
 
@@ -125,7 +137,7 @@ class TenantSchedulingSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class TenantSchedulingWriteSerializer(serializers.Serializer):
+class TenantSchedulingWriteSerializer(StrictSerializer):
     tenant = serializers.CharField()
     cohort = serializers.CharField(required=False, allow_blank=True)
     fair_sharing_weight = serializers.JSONField(required=False)

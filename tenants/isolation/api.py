@@ -14,6 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from gpufleet.accounts.roles import is_platform_admin
+from gpufleet.api.serializers import StrictSerializer
 from gpufleet.api.viewsets import AuditActorMixin
 from infra.cilium import CiliumCLI
 from infra.errors import InfraError
@@ -30,7 +31,7 @@ class AllocationPolicySerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class AllocationPolicyUpdateSerializer(serializers.Serializer):
+class AllocationPolicyUpdateSerializer(StrictSerializer):
     allowed_modes = serializers.JSONField(required=False)
     world_egress = serializers.JSONField(required=False)
 
@@ -55,7 +56,7 @@ class AllocationPolicyViewSet(AuditActorMixin, mixins.ListModelMixin, mixins.Ret
         return Response(AllocationPolicySerializer(row).data)
 
 
-class TenantIsolationSerializer(serializers.Serializer):
+class TenantIsolationSerializer(StrictSerializer):
     allowed_modes = serializers.JSONField(required=False, allow_null=True)
     egress_cidrs = serializers.JSONField(required=False)
     egress_fqdns = serializers.JSONField(required=False)
