@@ -63,8 +63,8 @@ class MemberViewSet(ScopedViewSetMixin, mixins.ListModelMixin, mixins.RetrieveMo
         if user is None:
             raise ActionError({"user": [f"no user {data['user']!r} (users appear after their first sign-in)"]})
         if Membership.objects.filter(tenant=tenant, user=user).exists():
-            raise ActionError({"user": [f"'{data['user']}' is already a member of '{tenant.slug}'"]},
-                              code="conflict")
+            # A 400 on the field, not a 409: nothing will change if the client retries.
+            raise ActionError({"user": [f"'{data['user']}' is already a member of '{tenant.slug}'"]})
         return self._answer(actions.add_member(tenant, user, data["role"]), status.HTTP_201_CREATED)
 
     @extend_schema(request=MemberUpdateSerializer, responses={200: MemberSerializer})
