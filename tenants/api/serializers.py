@@ -11,9 +11,9 @@ from ..slugs import SLUG_MAX, SLUG_MIN
 # The schema says what tenants.actions enforces (the action stays the one place the rule is checked).
 SLUG_SCHEMA = {"type": "string", "minLength": SLUG_MIN, "maxLength": SLUG_MAX,
                "pattern": "^[a-z0-9]([a-z0-9-]*[a-z0-9])?$"}
-TRUST_SCHEMA = {"type": "string", "enum": list(TrustLevel.values)}
+TRUST_SCHEMA = serializers.ChoiceField(choices=TrustLevel.choices)
 DISPLAY_NAME_SCHEMA = {"type": "string", "maxLength": DISPLAY_NAME_MAX, "pattern": "^[^\\r\\n\\t\\x00]*$"}
-ROLE_SCHEMA = {"type": "string", "enum": list(Membership.Role.values)}
+ROLE_SCHEMA = serializers.ChoiceField(choices=Membership.Role.choices)
 
 
 class MembershipSerializer(serializers.ModelSerializer):

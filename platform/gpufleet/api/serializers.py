@@ -46,17 +46,26 @@ class StrictModelSerializer(RejectUnknownFields, serializers.ModelSerializer):
     pass
 
 
-def documented(field_class: type[serializers.Field], schema: dict[str, Any], **kwargs: Any) -> serializers.Field:
+def documented(field_class: type[serializers.Field], schema: dict[str, Any] | serializers.Field,
+               **kwargs: Any) -> serializers.Field:
     """A field whose OpenAPI schema is `schema` while its value is checked by the action.
 
     Many write fields stay raw (CharField/JSONField) so that the action, the one place the rule lives,
     reports the reason on the field ("must not be negative"). The published document must still say the
     exact type, enum and limits the action enforces; this attaches that schema. (A subclass, because DRF
-    deep-copies declared fields by re-instantiating their class.)
+    deep-copies declared fields by re-instantiating their class.) `schema` may be a field, e.g. a
+    ChoiceField over a model's choices, so the enum is the same component as the model's.
     """
     from drf_spectacular.utils import extend_schema_field
 
-    if kwargs.get("allow_null"):
+    if kwargs.get("allow_null") and isinstance(schema, dict):
         schema = {**schema, "nullable": True}
-    cls = type(f"Documented{field_class.__name__}", (field_class,), {})
+    namespace: dict[str, Any] = {}
+    if kwargs.pop("allow_blank", False):
+        # Blank reaches the action (which says "is required"), but the schema does not offer "" as valid.
+        def run_validation(self: Any, data: Any = serializers.empty) -> Any:
+            return "" if data == "" else field_class.run_validation(self, data)
+
+        namespace["run_validation"] = run_validation
+    cls = type(f"Documented{field_class.__name__}", (field_class,), namespace)
     return extend_schema_field(schema)(cls)(**kwargs)  # type: ignore[no-any-return]
