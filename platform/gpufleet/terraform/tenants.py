@@ -39,8 +39,9 @@ class Tenant(Base, Resource):
                       description="Human name (defaults to the slug)"),
             Attribute("trust_level", String(), required=True,
                       description="untrusted, standard or trusted; changed in place (platform admins only)"),
-            Attribute("approve", Bool(), optional=True,
-                      description="Approve the request (needs a platform-admin token), so one apply bootstraps it"),
+            Attribute("approve", Bool(), optional=True, computed=True,
+                      description="Approve the request (needs a platform-admin token), so one apply bootstraps it; "
+                      "when unset (or imported): whether the tenant has been approved"),
             Attribute("timeout", Number(), optional=True,
                       description=f"Seconds to wait for ready and for teardown (default {DEFAULT_TIMEOUT:g})"),
             Attribute("phase", String(), computed=True, description="requested, approved, ready, failed, ..."),
@@ -50,8 +51,11 @@ class Tenant(Base, Resource):
 
     @staticmethod
     def state(tenant: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+        approve = config.get("approve")
+        if approve is None or approve is Unknown:
+            approve = tenant["phase"] != "requested"
         return {"id": str(tenant["id"]), "slug": tenant["slug"], "display_name": tenant["display_name"],
-                "trust_level": tenant["trust_level"], "approve": config.get("approve"),
+                "trust_level": tenant["trust_level"], "approve": approve,
                 "timeout": config.get("timeout"), "phase": tenant["phase"], "namespace": tenant["namespace"],
                 "generation": tenant["generation"]}
 
@@ -93,7 +97,7 @@ class Tenant(Base, Resource):
             body["display_name"] = planned["display_name"]
         tenant = self.client.post("tenants/", body)
         self.partial = self.state(tenant, planned)
-        if planned.get("approve") and tenant["phase"] == "requested":
+        if planned.get("approve") is True and tenant["phase"] == "requested":
             tenant = self._approve(tenant)
             self.partial = self.state(tenant, planned)
         tenant = self._settle(ctx, tenant, planned, want_generation=False)
@@ -124,7 +128,7 @@ class Tenant(Base, Resource):
                 if planned.get(k) not in (None, Unknown) and planned[k] != current.get(k)}
         tenant = self.client.patch(f"tenants/{current['id']}/", body) if body else \
             self.client.get(f"tenants/{current['id']}/")
-        if planned.get("approve") and tenant["phase"] == "requested":
+        if planned.get("approve") is True and tenant["phase"] == "requested":
             tenant = self._approve(tenant)
         tenant = self._settle(ctx, tenant, planned, want_generation=True)
         return self.state(tenant, planned)
