@@ -8,7 +8,7 @@ from django.http import HttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied
+from rest_framework.exceptions import APIException, PermissionDenied
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -75,6 +75,13 @@ def isolation_data(tenant) -> dict:  # type: ignore[no-untyped-def]
     }
 
 
+class HubbleUnavailable(APIException):
+    """The flow log needs the hubble CLI on the web host; without it the answer is a 503 problem."""
+
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_code = "hubble_unavailable"
+
+
 class TenantIsolationActions:
     """Mixed into TenantViewSet: every view starts with get_object(), so other tenants are 404."""
 
@@ -109,6 +116,5 @@ class TenantIsolationActions:
         try:
             flows = cli.dropped_flows(tenant.namespace)
         except InfraError as exc:
-            return Response({"detail": str(exc), "code": "hubble_unavailable"},
-                            status=status.HTTP_503_SERVICE_UNAVAILABLE)
+            raise HubbleUnavailable(str(exc)) from exc
         return Response({"namespace": tenant.namespace, "flows": [f.as_dict() for f in flows]})
