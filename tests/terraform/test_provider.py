@@ -251,3 +251,19 @@ def test_409_429_503_are_retried_and_a_lost_answer_creates_once(platform, tmp_pa
     assert ("POST", "/api/v1/members/", 409) in injected
     assert Tenant.objects.filter(slug="vision").count() == 1 and Tenant.objects.get(slug="vision").phase == "ready"
     assert Quota.objects.get().nominal == 2
+
+
+def test_the_shipped_example_plans_and_applies(platform, tmp_path):
+    """examples/terraform/main.tf as a new user would run it: plan accepted, one apply, nothing left to do."""
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "terraform" / "main.tf"
+    ws = Workspace(tmp_path, platform.url, platform.admin_token)
+    (ws.root / "config" / "main.tf").write_text(example.read_text())
+    code, text = ws.plan()
+    assert code == 2 and "Plan: 4 to add, 0 to change, 0 to destroy." in text, text
+    ws.apply()
+    tenant = Tenant.objects.get(slug="vision")
+    assert tenant.phase == "ready" and Quota.objects.get(tenant=tenant).nominal == 2
+    assert InferenceEndpoint.objects.get(tenant=tenant).tier.name == "standard"
+    assert ws.plan()[0] == 0
