@@ -166,3 +166,11 @@ def test_quota_delete_is_for_platform_admins(api, admin_api, catalog):
     assert admin_api.delete(f"/api/v1/quotas/{quota.pk}/").status_code == 204
     assert admin_api.get(f"/api/v1/quotas/{quota.pk}/").status_code == 404
     assert Tenant.objects.get(pk=tenant.pk).generation == generation + 1
+
+
+def test_an_unknown_api_path_is_a_problem_too(admin_api, client):
+    response = admin_api.get("/api/v1/no-such-collection/")
+    assert response.status_code == 404 and response["Content-Type"] == "application/problem+json"
+    assert response.json()["status"] == 404
+    page = client.get("/no-such-page/")
+    assert page.status_code == 404 and "problem" not in page["Content-Type"]

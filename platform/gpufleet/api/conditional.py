@@ -60,7 +60,8 @@ class IdempotencyMixin:
             raise ValidationError({IDEMPOTENCY_HEADER: [f"must be at most {KEY_MAX} characters"]})
         now = clock.now()
         digest = _digest(request.method, request.path, request.body)
-        IdempotencyKey.objects.filter(user=request.user, key=key, expires_at__lte=now).delete()
+        # Expired keys of this user go now (an indexed delete); the key may then be used afresh.
+        IdempotencyKey.objects.filter(user=request.user, expires_at__lte=now).delete()
         try:
             with transaction.atomic():
                 self._idempotency_row = IdempotencyKey.objects.create(

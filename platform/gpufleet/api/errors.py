@@ -116,3 +116,30 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         response.data = problem(response.status_code, codes if isinstance(codes, str) else "error",
                                 [{"field": "", "reason": str(detail)}])
     return _as_problem(response, context)
+
+
+def _django_problem(request: Any, status_code: int, code: str, reason: str) -> Any:
+    import json
+
+    from django.http import HttpResponse
+
+    body = problem(status_code, code, [{"field": "", "reason": reason}])
+    return HttpResponse(json.dumps(body), status=status_code, content_type=PROBLEM_JSON)
+
+
+def not_found(request: Any, exception: Exception | None = None) -> Any:
+    """Django's 404 handler: a problem for /api/ paths (an unknown URL), the usual page elsewhere."""
+    if request.path.startswith("/api/"):
+        return _django_problem(request, 404, "not_found", "no such API path")
+    from django.views.defaults import page_not_found
+
+    return page_not_found(request, exception)
+
+
+def server_error(request: Any) -> Any:
+    """Django's 500 handler (errors outside DRF views, e.g. in middleware): a problem for /api/ paths."""
+    if request.path.startswith("/api/"):
+        return _django_problem(request, 500, "server_error", "internal server error")
+    from django.views.defaults import server_error as default_server_error
+
+    return default_server_error(request)

@@ -68,7 +68,8 @@ def guarded(summary: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
         def run(self: Any, ctx: Any, *args: Any) -> Any:
-            self.partial = None
+            # A failed read or update keeps the state Terraform has (never "gone" because of an error).
+            self.partial = args[0] if fn.__name__ in ("read", "update") and args else None
             try:
                 return fn(self, ctx, *args)
             except Exception as exc:  # every failure must reach Terraform as a diagnostic
