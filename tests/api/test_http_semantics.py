@@ -65,6 +65,8 @@ def test_schema_types_enums_and_limits_match_what_is_enforced(admin_api):
     assert schemas["TenantCreate"]["properties"]["display_name"]["maxLength"] == 200
     assert schemas["EndpointCreate"]["properties"]["kv_cache_target"]["maximum"] == 1
     assert "/api/v1/members/{id}/" in doc["paths"]
+    errors = doc["paths"]["/api/v1/quotas/"]["post"]["responses"]["4XX"]["content"]
+    assert errors == {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
 
 
 def test_api_root_lists_every_collection(admin_api):
