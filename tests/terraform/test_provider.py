@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.service, pytest.mark.django_db(transaction=True), pyte
 
 
 def config(slug: str = "vision", nominal: int = 2, role: str = "member", display_name: str = "Vision research",
-           token: bool = True) -> str:
+           token: bool = True, trust_level: str = "standard") -> str:
     hcl = f'''
 provider "gpufleet" {{}}
 
@@ -35,7 +35,7 @@ data "gpufleet_flavors" "whole" {{
 resource "gpufleet_tenant" "t" {{
   slug         = "{slug}"
   display_name = "{display_name}"
-  trust_level  = "standard"
+  trust_level  = "{trust_level}"
   approve      = true
 }}
 
@@ -121,15 +121,17 @@ def test_a_configuration_lives_from_apply_to_destroy(platform, tmp_path):
     code, text = ws.plan()
     assert code == 0, text
 
-    # Update in place: quota, member role, display name.
-    ws.write(config(nominal=4, role="admin", display_name="Vision"))
+    # Update in place: quota, member role, display name, trust level (platform admin token).
+    ws.write(config(nominal=4, role="admin", display_name="Vision", trust_level="trusted"))
     code, text = ws.plan()
     assert code == 2 and "gpufleet_quota.q will be updated in-place" in text, text
     assert "gpufleet_tenant.t will be updated in-place" in text and "must be replaced" not in text
     ws.apply()
     assert Quota.objects.get(tenant=tenant).nominal == 4
     assert Membership.objects.get(tenant=tenant, user__username="bob").role == "admin"
-    assert Tenant.objects.get(pk=tenant.pk).display_name == "Vision"
+    updated = Tenant.objects.get(pk=tenant.pk)
+    assert (updated.display_name, updated.trust_level, updated.phase) == ("Vision", "trusted", "ready")
+    assert updated.observed_generation == updated.generation
     assert ws.plan()[0] == 0
 
     # Deleted outside Terraform: planned for re-creation, and re-created.
@@ -151,7 +153,7 @@ def test_a_configuration_lives_from_apply_to_destroy(platform, tmp_path):
     assert code == 0, text
 
     # Changing the slug replaces the tenant (and what hangs off it).
-    ws.write(config(slug="vision-two", nominal=4, role="admin", display_name="Vision"))
+    ws.write(config(slug="vision-two", nominal=4, role="admin", display_name="Vision", trust_level="trusted"))
     code, text = ws.plan()
     assert code == 2 and "gpufleet_tenant.t must be replaced" in text, text
     assert re.search(r"slug\s+= \"vision\" -> \"vision-two\" # forces replacement", text), text
@@ -267,3 +269,37 @@ def test_the_shipped_example_plans_and_applies(platform, tmp_path):
     assert tenant.phase == "ready" and Quota.objects.get(tenant=tenant).nominal == 2
     assert InferenceEndpoint.objects.get(tenant=tenant).tier.name == "standard"
     assert ws.plan()[0] == 0
+
+
+def test_usage_data_source_sums_a_period(platform, tmp_path):
+    from datetime import UTC, datetime, timedelta
+    from decimal import Decimal
+
+    from billing.models import UsageRecord
+    from scheduling.models import Flavor
+
+    tenant = factories.tenant("vision", owner=platform.owner, phase="ready")
+    flavor = Flavor.objects.get(name="a100")
+    start = datetime(2026, 10, 3, 9, tzinfo=UTC)  # explicit past data: nothing depends on today's date
+    for offset, seconds in ((0, "3600"), (1, "1800.5")):
+        at = start + timedelta(hours=offset)
+        UsageRecord.objects.create(tenant=tenant, flavor=flavor, hour=at, unit_seconds=Decimal(seconds),
+                                   gpu_equivalent_seconds=Decimal(seconds), collected_at=at + timedelta(hours=1),
+                                   window_start=at, window_end=at + timedelta(hours=1))
+    ws = Workspace(tmp_path, platform.url, platform.owner_token)
+    ws.write('''
+provider "gpufleet" {}
+
+data "gpufleet_usage" "october" {
+  tenant = "vision"
+  period = "2026-10"
+}
+
+output "usage" {
+  value = data.gpufleet_usage.october
+}
+''')
+    ws.apply()
+    usage = ws.outputs()["usage"]
+    assert usage["gpu_seconds"] == 5400.5 and usage["unit_seconds"] == 5400.5
+    assert usage["cost"] is None and usage["currency"] is None  # no invoice drafted for the period
