@@ -16,6 +16,9 @@ ENDPOINT_NAME_SCHEMA = {**NAME_SCHEMA, "maxLength": 50}
 MODEL_SCHEMA = {"type": "string", "minLength": 1, "maxLength": 200, "pattern": '^[^"\\\\{}\\n]*\\S[^"\\\\{}\\n]*$'}
 KV_CACHE_SCHEMA = {"type": "number", "minimum": 0.05, "maximum": 1}
 QUEUE_TARGET_SCHEMA = {"type": "integer", "minimum": 1, "maximum": COUNT_MAX}
+STRINGS_SCHEMA = {"type": "array", "items": {"type": "string"}}
+DURATION_SCHEMA = {"type": "string", "pattern": "^((\\d+(s|m|h))+|Never)$"}
+WEIGHT_SCHEMA = {"type": "number", "minimum": 0, "maximum": 1000}
 
 
 
@@ -44,13 +47,14 @@ class NodePoolSerializer(serializers.ModelSerializer):
 
 
 class NodePoolCreateSerializer(StrictSerializer):
-    name = serializers.CharField()
+    name = documented(serializers.CharField, NAME_SCHEMA)
     flavor = serializers.CharField()
-    gpu_limit = serializers.JSONField()
-    instance_types = serializers.JSONField(required=False)
-    capacity_types = serializers.JSONField(required=False)
-    consolidation_policy = serializers.CharField(required=False)
-    consolidate_after = serializers.CharField(required=False, default="1h")
+    gpu_limit = documented(serializers.JSONField, COUNT_SCHEMA)
+    instance_types = documented(serializers.JSONField, STRINGS_SCHEMA, required=False)
+    capacity_types = documented(serializers.JSONField, STRINGS_SCHEMA, required=False)
+    consolidation_policy = documented(serializers.CharField, serializers.ChoiceField(
+        choices=GpuNodePool.Consolidation.choices), required=False)
+    consolidate_after = documented(serializers.CharField, DURATION_SCHEMA, required=False, default="1h")
     allow_underutilized = serializers.BooleanField(required=False, default=False)
 
 
@@ -140,5 +144,5 @@ class TenantSchedulingSerializer(serializers.ModelSerializer):
 class TenantSchedulingWriteSerializer(StrictSerializer):
     tenant = serializers.CharField()
     cohort = serializers.CharField(required=False, allow_blank=True)
-    fair_sharing_weight = serializers.JSONField(required=False)
+    fair_sharing_weight = documented(serializers.JSONField, WEIGHT_SCHEMA, required=False)
     priority_class = serializers.CharField(required=False, allow_blank=True)
