@@ -7,6 +7,8 @@ Terraform loads `terraform-provider-gpufleet` from the virtualenv's bin/ through
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -53,9 +55,17 @@ class Workspace:
         (self.root / "config" / "main.tf").write_text(REQUIRED_PROVIDERS + hcl)
 
     def run(self, *args: str, check: bool = True, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run([self.binary, *args, "-no-color"] if args[0] not in ("output", "state") else
-                                [self.binary, *args], cwd=self.root / "config", env=self.env,
-                                capture_output=True, text=True, timeout=timeout)
+        command = [self.binary, *args, "-no-color"] if args[0] not in ("output", "state") else [self.binary, *args]
+        # Own process group: on a timeout, terraform and the provider process it started are both stopped.
+        process = subprocess.Popen(command, cwd=self.root / "config", env=self.env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            stdout, stderr = process.communicate()
+            raise AssertionError(f"terraform {' '.join(args)} timed out after {timeout}s\n{stdout}\n{stderr}")
+        result = subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
         if check and result.returncode != 0:
             raise AssertionError(f"terraform {' '.join(args)} exited {result.returncode}\n"
                                  f"{result.stdout}\n{result.stderr}")
