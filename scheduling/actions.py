@@ -395,6 +395,17 @@ def set_quota(tenant: Tenant, *, flavor: Any, nominal: Any, borrowing_limit: Any
     return quota
 
 
+def delete_quota(quota: Quota) -> None:
+    """Remove a tenant's quota for a flavor (platform admins): its ClusterQueue no longer covers the flavor."""
+    with transaction.atomic():
+        tenant = _writable(quota.tenant)
+        quota = Quota.objects.select_for_update().select_related("flavor").get(pk=quota.pk)
+        record("quota.delete", quota, before=quota.spec(), tenant_slug=tenant.slug)
+        quota.delete()
+        _bump(tenant)
+        _enqueue_tenant(tenant)
+
+
 # --- reviewed quota changes ----------------------------------------------------------------------
 
 

@@ -200,6 +200,35 @@ def add_member(tenant: Tenant, user: Any, role: str) -> Membership:
     return membership
 
 
+def _refuse_last_owner(membership: Membership) -> None:
+    """A tenant nobody may manage is an orphan: its last owner cannot leave or be demoted."""
+    if membership.role == Membership.Role.OWNER and not Membership.objects.filter(
+        tenant=membership.tenant, role=Membership.Role.OWNER
+    ).exclude(pk=membership.pk).exists():
+        raise Conflict(f"'{membership.user.get_username()}' is the last owner of '{membership.tenant.slug}'")
+
+
+def change_member_role(membership: Membership, role: str) -> Membership:
+    if role not in Membership.Role.values:
+        raise ActionError({"role": [f"must be one of {', '.join(Membership.Role.values)}"]})
+    with transaction.atomic():
+        membership = Membership.objects.select_for_update().select_related("tenant", "user").get(pk=membership.pk)
+        if membership.role == role:
+            return membership
+        _refuse_last_owner(membership)
+        return add_member(membership.tenant, membership.user, role)
+
+
+def remove_member(membership: Membership) -> None:
+    """Take a user's membership away (not the last owner's)."""
+    with transaction.atomic():
+        membership = Membership.objects.select_for_update().select_related("tenant", "user").get(pk=membership.pk)
+        _refuse_last_owner(membership)
+        record("membership.remove", membership, before={"user": membership.user.get_username(),
+               "role": membership.role, "source": membership.source}, tenant_slug=membership.tenant.slug)
+        membership.delete()
+
+
 def sync_oidc_memberships(user: Any, wanted: dict[str, str]) -> None:
     """Make the user's OIDC-sourced memberships match the groups claim; local grants are kept."""
     with transaction.atomic():

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from gpufleet.api.serializers import StrictSerializer
+
 from ..models import Invoice, InvoiceLine, Price
 
 
@@ -40,7 +42,7 @@ class PriceSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class PriceSetSerializer(serializers.Serializer):
+class PriceSetSerializer(StrictSerializer):
     """Shape only; the rules live in billing.actions."""
 
     flavor = serializers.CharField(allow_blank=True)
@@ -49,10 +51,10 @@ class PriceSetSerializer(serializers.Serializer):
     effective_from = serializers.CharField(required=False, allow_blank=True, allow_null=True)
 
 
-class DraftSerializer(serializers.Serializer):
+class DraftSerializer(StrictSerializer):
     period = serializers.CharField()
     tenant = serializers.CharField(required=False, allow_blank=True)
 
 
-class VoidSerializer(serializers.Serializer):
+class VoidSerializer(StrictSerializer):
     reason = serializers.CharField(allow_blank=True, max_length=2000)

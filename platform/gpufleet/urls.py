@@ -9,3 +9,7 @@ urlpatterns = [
     path("billing/", include("billing.urls")),
     path("", include("gpufleet.portal.urls")),
 ]
+
+# Outside DRF's views too, an /api/ path answers in the API's one error format (problem+json).
+handler404 = "gpufleet.api.errors.not_found"
+handler500 = "gpufleet.api.errors.server_error"

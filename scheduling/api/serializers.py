@@ -5,8 +5,22 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from gpufleet.api.fields import NameField
+from gpufleet.api.serializers import StrictSerializer, documented
 
 from ..models import Cohort, Flavor, GpuNodePool, InferenceEndpoint, Quota, QuotaChangeRequest, TenantScheduling
+
+# What scheduling.validation enforces, said in the published schema.
+COUNT_MAX = 1_000_000
+COUNT_SCHEMA = {"type": "integer", "minimum": 0, "maximum": COUNT_MAX}
+NAME_SCHEMA = {"type": "string", "maxLength": 63, "pattern": "^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"}
+ENDPOINT_NAME_SCHEMA = {**NAME_SCHEMA, "maxLength": 50}
+MODEL_SCHEMA = {"type": "string", "minLength": 1, "maxLength": 200, "pattern": '^[^"\\\\{}\\n]*\\S[^"\\\\{}\\n]*$'}
+KV_CACHE_SCHEMA = {"type": "number", "minimum": 0.05, "maximum": 1}
+QUEUE_TARGET_SCHEMA = {"type": "integer", "minimum": 1, "maximum": COUNT_MAX}
+STRINGS_SCHEMA = {"type": "array", "items": {"type": "string"}}
+DURATION_SCHEMA = {"type": "string", "pattern": "^((\\d+(s|m|h))+|Never)$"}
+WEIGHT_SCHEMA = {"type": "number", "minimum": 0, "maximum": 1000}
+
 
 
 class FlavorSerializer(serializers.ModelSerializer):
@@ -33,16 +47,17 @@ class NodePoolSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class NodePoolCreateSerializer(serializers.Serializer):
-    name = NameField()
+class NodePoolCreateSerializer(StrictSerializer):
+    name = documented(NameField, NAME_SCHEMA)
     flavor = NameField()
-    gpu_limit = serializers.JSONField()
-    instance_types = serializers.JSONField(required=False)
-    capacity_types = serializers.JSONField(required=False)
-    consolidation_policy = serializers.CharField(required=False)
-    consolidate_after = serializers.CharField(required=False, default="1h")
+    gpu_limit = documented(serializers.JSONField, COUNT_SCHEMA)
+    instance_types = documented(serializers.JSONField, STRINGS_SCHEMA, required=False)
+    capacity_types = documented(serializers.JSONField, STRINGS_SCHEMA, required=False)
+    consolidation_policy = documented(serializers.CharField, serializers.ChoiceField(
+        choices=GpuNodePool.Consolidation.choices), required=False)
+    consolidate_after = documented(serializers.CharField, DURATION_SCHEMA, required=False, default="1h")
     allow_underutilized = serializers.BooleanField(required=False, default=False)
-    gpus_per_node = serializers.JSONField(required=False, default=8)
+    gpus_per_node = documented(serializers.JSONField, COUNT_SCHEMA, required=False, default=8)
 
 
 class QuotaSerializer(serializers.ModelSerializer):
@@ -55,14 +70,14 @@ class QuotaSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class QuotaWriteSerializer(serializers.Serializer):
+class QuotaWriteSerializer(StrictSerializer):
     """Numbers stay raw (JSONField) so the action reports 'must not be negative' etc. on the field."""
 
     tenant = NameField()
     flavor = NameField()
-    nominal = serializers.JSONField()
-    borrowing_limit = serializers.JSONField(required=False, allow_null=True)
-    lending_limit = serializers.JSONField(required=False, allow_null=True)
+    nominal = documented(serializers.JSONField, COUNT_SCHEMA)
+    borrowing_limit = documented(serializers.JSONField, COUNT_SCHEMA, required=False, allow_null=True)
+    lending_limit = documented(serializers.JSONField, COUNT_SCHEMA, required=False, allow_null=True)
 
 
 class QuotaRequestCreateSerializer(QuotaWriteSerializer):
@@ -82,7 +97,7 @@ class QuotaRequestSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class ReviewSerializer(serializers.Serializer):
+class ReviewSerializer(StrictSerializer):
     comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
 
 
@@ -97,14 +112,14 @@ class EndpointSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class EndpointCreateSerializer(serializers.Serializer):
+class EndpointCreateSerializer(StrictSerializer):
     tenant = NameField()
-    name = NameField()
-    model = serializers.CharField()
+    name = documented(NameField, ENDPOINT_NAME_SCHEMA)
+    model = documented(serializers.CharField, MODEL_SCHEMA)
     tier = NameField()
-    deployment = NameField(required=False)
-    queue_target = serializers.JSONField(required=False)
-    kv_cache_target = serializers.JSONField(required=False)
+    deployment = documented(NameField, NAME_SCHEMA, required=False)
+    queue_target = documented(serializers.JSONField, QUEUE_TARGET_SCHEMA, required=False)
+    kv_cache_target = documented(serializers.JSONField, KV_CACHE_SCHEMA, required=False)
     triggers = serializers.JSONField(required=False)
 
 
@@ -128,8 +143,8 @@ class TenantSchedulingSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class TenantSchedulingWriteSerializer(serializers.Serializer):
+class TenantSchedulingWriteSerializer(StrictSerializer):
     tenant = NameField()
     cohort = NameField(required=False, allow_blank=True)
-    fair_sharing_weight = serializers.JSONField(required=False)
+    fair_sharing_weight = documented(serializers.JSONField, WEIGHT_SCHEMA, required=False)
     priority_class = NameField(required=False, allow_blank=True)

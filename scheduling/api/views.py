@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, PermissionDenied
@@ -61,9 +62,15 @@ class TenantWriteMixin(ScopedViewSetMixin):
         return Response(self.serializer_class(self.get_queryset().get(pk=row.pk)).data, status=code)
 
 
+@extend_schema_view(list=extend_schema(parameters=[OpenApiParameter("mode", OpenApiTypes.STR)]))
 class FlavorViewSet(ScopedReadOnlyViewSet):
     queryset = Flavor.objects.select_related("gpu_model")
     serializer_class = s.FlavorSerializer
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        qs = super().get_queryset()
+        mode = self.request.query_params.get("mode")
+        return qs.filter(mode=mode) if mode else qs
 
 
 class NodePoolViewSet(ScopedViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
@@ -78,11 +85,37 @@ class NodePoolViewSet(ScopedViewSetMixin, mixins.CreateModelMixin, viewsets.Read
         return Response(s.NodePoolSerializer(pool).data, status=status.HTTP_201_CREATED)
 
 
-class QuotaViewSet(TenantWriteMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
-    """Read: members see their tenants' quotas. Write (direct edit): platform admins, audited."""
+def by_tenant(qs: Any, request: Request, **names: str) -> Any:
+    """The list filters Terraform and the portal use: `?tenant=<slug>` and exact matches on `names`."""
+    params = request.query_params
+    if params.get("tenant"):
+        qs = qs.filter(tenant__slug=params["tenant"])
+    for param, lookup in names.items():
+        if params.get(param):
+            qs = qs.filter(**{lookup: params[param]})
+    return qs
+
+
+TENANT_FILTER = OpenApiParameter("tenant", OpenApiTypes.STR, description="tenant slug")
+
+
+@extend_schema_view(list=extend_schema(parameters=[TENANT_FILTER, OpenApiParameter("flavor", OpenApiTypes.STR)]))
+class QuotaViewSet(TenantWriteMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin,
+                   viewsets.ReadOnlyModelViewSet):
+    """Read: members see their tenants' quotas. Write (direct edit, delete): platform admins, audited;
+    tenant admins go through quota requests."""
 
     queryset = Quota.objects.select_related("tenant", "flavor")
     serializer_class = s.QuotaSerializer
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return by_tenant(super().get_queryset(), self.request, flavor="flavor__name")
+
+    def destroy(self, request: Request, *args: object, **kwargs: object) -> Response:
+        quota = self.get_object()
+        require_platform_admin(request)
+        actions.delete_quota(quota)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(request=s.QuotaWriteSerializer, responses={200: s.QuotaSerializer})
     def create(self, request: Request, *args: object, **kwargs: object) -> Response:
@@ -92,9 +125,13 @@ class QuotaViewSet(TenantWriteMixin, mixins.CreateModelMixin, viewsets.ReadOnlyM
         return self.scoped_response(quota)
 
 
+@extend_schema_view(list=extend_schema(parameters=[TENANT_FILTER, OpenApiParameter("state", OpenApiTypes.STR)]))
 class QuotaRequestViewSet(TenantWriteMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     queryset = QuotaChangeRequest.objects.select_related("tenant", "flavor", "proposed_by", "reviewed_by")
     serializer_class = s.QuotaRequestSerializer
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return by_tenant(super().get_queryset(), self.request, state="state")
 
     @extend_schema(request=s.QuotaRequestCreateSerializer, responses={201: s.QuotaRequestSerializer})
     def create(self, request: Request, *args: object, **kwargs: object) -> Response:
@@ -125,10 +162,14 @@ class QuotaRequestViewSet(TenantWriteMixin, mixins.CreateModelMixin, viewsets.Re
         return self._review(request, actions.reject_quota_change)
 
 
+@extend_schema_view(list=extend_schema(parameters=[TENANT_FILTER, OpenApiParameter("name", OpenApiTypes.STR)]))
 class EndpointViewSet(TenantWriteMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin,
                       viewsets.ReadOnlyModelViewSet):
     queryset = InferenceEndpoint.objects.select_related("tenant", "tier")
     serializer_class = s.EndpointSerializer
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return by_tenant(super().get_queryset(), self.request, name="name")
 
     @extend_schema(request=s.EndpointCreateSerializer, responses={201: s.EndpointSerializer})
     def create(self, request: Request, *args: object, **kwargs: object) -> Response:

@@ -3,8 +3,18 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from gpufleet.api.fields import NameField
+from gpufleet.api.serializers import StrictSerializer, documented
 
-from ..models import Membership, Tenant
+from ..actions import DISPLAY_NAME_MAX
+from ..models import Membership, Tenant, TrustLevel
+from ..slugs import SLUG_MAX, SLUG_MIN
+
+# The schema says what tenants.actions enforces (the action stays the one place the rule is checked).
+SLUG_SCHEMA = {"type": "string", "minLength": SLUG_MIN, "maxLength": SLUG_MAX,
+               "pattern": "^[a-z0-9]([a-z0-9-]*[a-z0-9])?$"}
+TRUST_SCHEMA = serializers.ChoiceField(choices=TrustLevel.choices)
+DISPLAY_NAME_SCHEMA = {"type": "string", "maxLength": DISPLAY_NAME_MAX, "pattern": "^[^\\r\\n\\t\\x00]*$"}
+ROLE_SCHEMA = serializers.ChoiceField(choices=Membership.Role.choices)
 
 
 class MembershipSerializer(serializers.ModelSerializer):
@@ -13,6 +23,32 @@ class MembershipSerializer(serializers.ModelSerializer):
     class Meta:
         model = Membership
         fields = ["user", "role", "source"]
+        read_only_fields = fields
+
+
+class MemberSerializer(serializers.ModelSerializer):
+    """One membership as its own resource: /api/v1/members/ (natural key: tenant slug + username)."""
+
+    tenant = serializers.CharField(source="tenant.slug", read_only=True)
+    user = serializers.CharField(source="user.username", read_only=True)
+
+    class Meta:
+        model = Membership
+        fields = ["id", "tenant", "user", "role", "source", "created"]
+        read_only_fields = fields
+
+
+class MemberWriteSerializer(StrictSerializer):
+    tenant = serializers.CharField()
+    user = serializers.CharField(max_length=150)
+    role = documented(serializers.CharField, ROLE_SCHEMA)
+
+
+class MemberUpdateSerializer(StrictSerializer):
+    role = documented(serializers.CharField, ROLE_SCHEMA)
+
+    def reason_for_unknown(self, name: str) -> str:
+        return "is immutable" if name in ("tenant", "user") else "is not a field that can be changed"
 
 
 class TenantSerializer(serializers.ModelSerializer):
@@ -30,27 +66,21 @@ class TenantSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class TenantCreateSerializer(serializers.Serializer):
+class TenantCreateSerializer(StrictSerializer):
     """Shape only; the rules (slug, trust level, uniqueness) live in tenants.actions."""
 
-    slug = NameField(allow_blank=True)
-    trust_level = serializers.CharField(allow_blank=True)
-    display_name = serializers.CharField(required=False, allow_blank=True, max_length=1000)
+    slug = documented(NameField, SLUG_SCHEMA, allow_blank=True)
+    trust_level = documented(serializers.CharField, TRUST_SCHEMA, allow_blank=True)
+    display_name = documented(serializers.CharField, DISPLAY_NAME_SCHEMA, required=False, allow_blank=True)
 
 
-class TenantUpdateSerializer(serializers.Serializer):
-    display_name = serializers.CharField(required=False, allow_blank=True, max_length=1000)
-    trust_level = serializers.CharField(required=False, allow_blank=True)
+class TenantUpdateSerializer(StrictSerializer):
+    display_name = documented(serializers.CharField, DISPLAY_NAME_SCHEMA, required=False, allow_blank=True)
+    trust_level = documented(serializers.CharField, TRUST_SCHEMA, required=False, allow_blank=True)
 
-    def validate(self, attrs):  # type: ignore[no-untyped-def]
-        unknown = set(self.initial_data) - set(self.fields)
-        if unknown:
-            immutable = sorted(unknown & {"slug"})
-            errors = {name: ["is immutable"] for name in immutable}
-            errors.update({name: ["is not a field that can be changed"] for name in sorted(unknown - {"slug"})})
-            raise serializers.ValidationError(errors)
-        return attrs
+    def reason_for_unknown(self, name: str) -> str:
+        return "is immutable" if name == "slug" else "is not a field that can be changed"
 
 
-class RejectSerializer(serializers.Serializer):
+class RejectSerializer(StrictSerializer):
     reason = serializers.CharField(required=False, allow_blank=True, max_length=2000)

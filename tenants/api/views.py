@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from django.db.models import Prefetch
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
@@ -25,6 +26,19 @@ class TenantViewSet(TenantIsolationActions, ScopedModelViewSet):
     )
     serializer_class = TenantSerializer
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        qs = super().get_queryset()
+        params = self.request.query_params
+        if params.get("slug"):
+            qs = qs.filter(slug=params["slug"])
+        if params.get("phase"):
+            qs = qs.filter(phase=params["phase"])
+        return qs
+
+    @extend_schema(parameters=[OpenApiParameter("slug", OpenApiTypes.STR), OpenApiParameter("phase", OpenApiTypes.STR)])
+    def list(self, request: Request, *args: object, **kwargs: object) -> Response:
+        return super().list(request, *args, **kwargs)
 
     def _require_manager(self, tenant: Tenant) -> None:
         if not can_manage(self.request.user, tenant):

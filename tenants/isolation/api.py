@@ -8,12 +8,13 @@ from django.http import HttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied
+from rest_framework.exceptions import APIException, PermissionDenied
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from gpufleet.accounts.roles import is_platform_admin
+from gpufleet.api.serializers import StrictSerializer
 from gpufleet.api.viewsets import AuditActorMixin
 from infra.cilium import CiliumCLI
 from infra.errors import InfraError
@@ -30,7 +31,7 @@ class AllocationPolicySerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class AllocationPolicyUpdateSerializer(serializers.Serializer):
+class AllocationPolicyUpdateSerializer(StrictSerializer):
     allowed_modes = serializers.JSONField(required=False)
     world_egress = serializers.JSONField(required=False)
 
@@ -55,7 +56,7 @@ class AllocationPolicyViewSet(AuditActorMixin, mixins.ListModelMixin, mixins.Ret
         return Response(AllocationPolicySerializer(row).data)
 
 
-class TenantIsolationSerializer(serializers.Serializer):
+class TenantIsolationSerializer(StrictSerializer):
     allowed_modes = serializers.JSONField(required=False, allow_null=True)
     egress_cidrs = serializers.JSONField(required=False)
     egress_fqdns = serializers.JSONField(required=False)
@@ -72,6 +73,13 @@ def isolation_data(tenant) -> dict:  # type: ignore[no-untyped-def]
         "egress_cidrs": iso.egress_cidrs if iso else [],
         "egress_fqdns": iso.egress_fqdns if iso else [],
     }
+
+
+class HubbleUnavailable(APIException):
+    """The flow log needs the hubble CLI on the web host; without it the answer is a 503 problem."""
+
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_code = "hubble_unavailable"
 
 
 class TenantIsolationActions:
@@ -108,6 +116,5 @@ class TenantIsolationActions:
         try:
             flows = cli.dropped_flows(tenant.namespace)
         except InfraError as exc:
-            return Response({"detail": str(exc), "code": "hubble_unavailable"},
-                            status=status.HTTP_503_SERVICE_UNAVAILABLE)
+            raise HubbleUnavailable(str(exc)) from exc
         return Response({"namespace": tenant.namespace, "flows": [f.as_dict() for f in flows]})

@@ -171,7 +171,7 @@ def test_list_query_count_is_constant(api, db, django_assert_max_num_queries):
     api.force_authenticate(admin)
     with django_assert_max_num_queries(6):
         response = api.get(URL)
-    assert response.json()["count"] == 15
+    assert len(response.json()["results"]) == 15 and response.json()["next"] is None
 
 
 def test_openapi_schema_is_served(admin_api):

@@ -9,11 +9,12 @@ from rest_framework.response import Response
 
 from gpufleet import clock
 from gpufleet.accounts.models import ApiToken
+from gpufleet.api.serializers import StrictModelSerializer
 from gpufleet.api.viewsets import AuditActorMixin
 from gpufleet.audit.record import record
 
 
-class ApiTokenSerializer(serializers.ModelSerializer):
+class ApiTokenSerializer(StrictModelSerializer):
     active = serializers.BooleanField(source="is_active", read_only=True)
 
     class Meta:

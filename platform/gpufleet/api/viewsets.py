@@ -11,8 +11,10 @@ from typing import Any
 from django.db.models import QuerySet
 from rest_framework import viewsets
 
+from .conditional import ConditionalMixin, IdempotencyMixin
 
-class AuditActorMixin:
+
+class _AuditActor:
     """After DRF authenticates (session, token or a test's forced user), stamp the audit actor.
 
     Django middleware runs before DRF authentication, so it cannot know a token's user.
@@ -26,6 +28,10 @@ class AuditActorMixin:
         user = request.user
         token = request.auth if isinstance(request.auth, ApiToken) else None
         set_actor(user_id=user.pk if user.is_authenticated else None, token_id=token.pk if token else None)
+
+
+class AuditActorMixin(ConditionalMixin, IdempotencyMixin, _AuditActor):
+    """The base of every API view: audit actor, Idempotency-Key on POST, ETag / If-Match (conditional.py)."""
 
 
 class ScopedViewSetMixin(AuditActorMixin):

@@ -151,6 +151,16 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Tenants, quotas, usage and invoices of a shared GPU fleet.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "gpufleet.api.schema.declare_problems",
+    ],
+    # One name per choice set (without these, drf-spectacular names colliding enums by hash).
+    "ENUM_NAME_OVERRIDES": {
+        "TrustLevelEnum": "tenants.models.TrustLevel",
+        "MembershipRoleEnum": "tenants.models.Membership.Role",
+        "MembershipSourceEnum": "tenants.models.Membership.Source",
+    },
 }
 
 # --- Celery ---------------------------------------------------------------------------------------

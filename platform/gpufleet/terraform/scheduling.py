@@ -1,0 +1,167 @@
+"""gpufleet_quota and gpufleet_inference_endpoint."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from tf.iface import CreateContext, DeleteContext, ImportContext, ReadContext, Resource, UpdateContext
+from tf.schema import Attribute, Schema
+from tf.types import Number, String, Unknown
+
+from .client import ApiError
+from .common import Base, guarded, split_key
+
+QUOTA_REQUEST_HINT = (
+    "Setting a quota directly needs a platform-admin token. As a tenant owner or admin, ask for it with a "
+    "quota request instead (POST /api/v1/quota-requests/ with the same tenant, flavor and numbers, or the "
+    "portal's GPU quotas page); a platform admin reviews and approves it."
+)
+
+
+def number(value: Any) -> int | float | None:
+    """API numbers (ints, or decimals sent as strings) as Terraform numbers, without float noise."""
+    if value is None:
+        return None
+    exact = Decimal(str(value))
+    return int(exact) if exact == exact.to_integral_value() else float(exact)
+
+
+class Quota(Base, Resource):
+    @classmethod
+    def get_name(cls) -> str:
+        return "quota"
+
+    @classmethod
+    def get_schema(cls) -> Schema:
+        return Schema(version=0, description="A tenant's GPU quota for one flavor (Kueue nominal/borrowing/lending).",
+                      attributes=[
+            Attribute("id", String(), computed=True),
+            Attribute("tenant", String(), required=True, requires_replace=True, description="Tenant slug"),
+            Attribute("flavor", String(), required=True, requires_replace=True, description="Flavor name"),
+            Attribute("nominal", Number(), required=True, description="Guaranteed units"),
+            Attribute("borrowing_limit", Number(), optional=True, description="Units it may borrow (null: no limit)"),
+            Attribute("lending_limit", Number(), optional=True, description="Units it may lend (null: all unused)"),
+        ])
+
+    @staticmethod
+    def state(row: dict[str, Any]) -> dict[str, Any]:
+        return {"id": str(row["id"]), "tenant": row["tenant"], "flavor": row["flavor"],
+                "nominal": number(row["nominal"]), "borrowing_limit": number(row["borrowing_limit"]),
+                "lending_limit": number(row["lending_limit"])}
+
+    def _set(self, planned: dict[str, Any]) -> dict[str, Any]:
+        body = {k: planned.get(k) for k in ("tenant", "flavor", "nominal", "borrowing_limit", "lending_limit")}
+        try:
+            return self.state(self.client.post("quotas/", body))
+        except ApiError as exc:
+            if exc.status == 403:
+                raise ApiError(403, QUOTA_REQUEST_HINT, {"nominal": [f"{exc.detail}. {QUOTA_REQUEST_HINT}"]}) from exc
+            raise
+
+    @guarded("setting the quota")
+    def create(self, ctx: CreateContext, planned: dict[str, Any]) -> dict[str, Any] | None:
+        return self._set(planned)
+
+    @guarded("reading the quota")
+    def read(self, ctx: ReadContext, current: dict[str, Any]) -> dict[str, Any] | None:
+        try:
+            return self.state(self.client.get(f"quotas/{current['id']}/"))
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    @guarded("changing the quota")
+    def update(self, ctx: UpdateContext, current: dict[str, Any], planned: dict[str, Any]) -> dict[str, Any] | None:
+        self.partial = current
+        return self._set(planned)
+
+    @guarded("removing the quota")
+    def delete(self, ctx: DeleteContext, current: dict[str, Any]) -> None:
+        try:
+            self.client.delete(f"quotas/{current['id']}/")
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+        return None
+
+    @guarded("importing the quota")
+    def import_(self, ctx: ImportContext, id: str) -> dict[str, Any] | None:
+        key = split_key(ctx.diagnostics, id, "flavor")
+        if key is None:
+            return None
+        row = self.client.find("quotas", tenant=key[0], flavor=key[1])
+        if row is None:
+            ctx.diagnostics.add_error(f"tenant '{key[0]}' has no quota for flavor '{key[1]}' (or it is not visible)")
+            return None
+        return self.state(row)
+
+
+class InferenceEndpoint(Base, Resource):
+    """Endpoints have no update in the API: any change replaces the endpoint (a new Deployment anyway)."""
+
+    @classmethod
+    def get_name(cls) -> str:
+        return "inference_endpoint"
+
+    @classmethod
+    def get_schema(cls) -> Schema:
+        return Schema(version=0, description="A scale-to-zero vLLM inference endpoint (KEDA) of a tenant.",
+                      attributes=[
+            Attribute("id", String(), computed=True),
+            Attribute("tenant", String(), required=True, requires_replace=True, description="Tenant slug"),
+            Attribute("name", String(), required=True, requires_replace=True, description="DNS label"),
+            Attribute("model", String(), required=True, requires_replace=True, description="Served model name"),
+            Attribute("tier", String(), required=True, requires_replace=True, description="SLA tier name"),
+            Attribute("deployment", String(), optional=True, computed=True, requires_replace=True,
+                      description="Deployment to scale (defaults to the name)"),
+            Attribute("queue_target", Number(), optional=True, computed=True, requires_replace=True,
+                      description="Waiting requests per replica (default 5)"),
+            Attribute("kv_cache_target", Number(), optional=True, computed=True, requires_replace=True,
+                      description="KV-cache use per replica, 0.05-1 (default 0.8)"),
+        ])
+
+    @staticmethod
+    def state(row: dict[str, Any]) -> dict[str, Any]:
+        return {"id": str(row["id"]), "tenant": row["tenant"], "name": row["name"], "model": row["model"],
+                "tier": row["tier"], "deployment": row["deployment"], "queue_target": number(row["queue_target"]),
+                "kv_cache_target": number(row["kv_cache_target"])}
+
+    @guarded("creating the inference endpoint")
+    def create(self, ctx: CreateContext, planned: dict[str, Any]) -> dict[str, Any] | None:
+        body = {k: v for k, v in planned.items() if k != "id" and v is not None and v is not Unknown}
+        return self.state(self.client.post("endpoints/", body))
+
+    @guarded("reading the inference endpoint")
+    def read(self, ctx: ReadContext, current: dict[str, Any]) -> dict[str, Any] | None:
+        try:
+            return self.state(self.client.get(f"endpoints/{current['id']}/"))
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def update(self, ctx: UpdateContext, current: dict[str, Any], planned: dict[str, Any]) -> dict[str, Any] | None:
+        ctx.diagnostics.add_error("inference endpoints are replaced, not updated (this is a provider bug)")
+        return current
+
+    @guarded("deleting the inference endpoint")
+    def delete(self, ctx: DeleteContext, current: dict[str, Any]) -> None:
+        try:
+            self.client.delete(f"endpoints/{current['id']}/")
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+        return None
+
+    @guarded("importing the inference endpoint")
+    def import_(self, ctx: ImportContext, id: str) -> dict[str, Any] | None:
+        key = split_key(ctx.diagnostics, id, "name")
+        if key is None:
+            return None
+        row = self.client.find("endpoints", tenant=key[0], name=key[1])
+        if row is None:
+            ctx.diagnostics.add_error(f"tenant '{key[0]}' has no endpoint '{key[1]}' (or it is not visible)")
+            return None
+        return self.state(row)
