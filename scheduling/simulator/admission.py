@@ -1,0 +1,206 @@
+"""Kueue admission by quota: ClusterQueues per tenant and flavor, cohorts, borrowing/lending, preemption.
+
+Behaviour follows Kueue v0.19 (docs: site/content/en/docs/concepts/cluster_queue.md, cohort.md, preemption.md,
+fair_sharing.md; KEP-1224 lending limits), read at kubernetes-sigs/kueue@v0.19.2 -- facts, not code:
+
+* A ClusterQueue (CQ) with a lending limit keeps `nominal - lendingLimit` as *guaranteed* quota that only it
+  may use; the rest of its nominal quota is lendable to the cohort. Without a lending limit everything is
+  lendable.
+* A cohort (its whole tree: the platform renders nested cohorts without cohort-level quotas, so only the
+  root pool limits) can lend the sum of its CQs' lendable quota. A CQ's usage counts against that pool only
+  above its guaranteed quota.
+* A workload fits when the CQ stays within `nominal + borrowingLimit` (unlimited borrowing without a limit)
+  and the cohort pool is not overdrawn. A CQ without a cohort never exceeds its nominal quota.
+* Preemption (when the head of a CQ does not fit): `withinClusterQueue: LowerPriority` evicts lower-priority
+  workloads of the same CQ; `reclaimWithinCohort` evicts workloads of *borrowing* CQs when the incoming
+  workload would fit in its own nominal quota (Any: regardless of priority; LowerPriority: lower only);
+  `borrowWithinCohort: LowerPriority` evicts lower-priority workloads of borrowing CQs while borrowing.
+  With fair sharing the cohort strategies are replaced by `LessThanOrEqualToFinalShare`: a borrowing CQ's
+  workload is evicted only if the preemptor's share with the incoming workload does not exceed the
+  preemptee's share. Candidates are ordered: other CQs first, lowest priority first, newest admitted
+  first; the chosen set is then trimmed to the ones actually needed.
+* Fair sharing orders the heads of the CQs by dominant resource share (borrowed / cohort lendable /
+  weight), lowest first; without it, heads that fit within nominal quota go first, then by priority, then
+  by age.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from .model import Cohort, Policies, Tenant
+
+
+class Admitted(Protocol):
+    """What preemption needs of an admitted workload (the engine's Workload satisfies it)."""
+
+    cq: CQ
+    priority: int
+    admitted_s: float
+    units: int
+    seq: int
+
+
+@dataclass
+class CohortPool:
+    """The lendable quota of one root cohort for one flavor and how much of it is borrowed."""
+
+    lendable: int = 0
+    used: int = 0  # sum over its CQs of usage above guaranteed
+
+
+@dataclass
+class CQ:
+    tenant: str
+    flavor: str
+    nominal: int
+    borrowing_limit: int | None
+    lending_limit: int | None
+    weight: float
+    pool: CohortPool | None
+    usage: int = 0
+    admitted: dict[int, Admitted] = field(default_factory=dict)
+
+    @property
+    def guaranteed(self) -> int:
+        if self.pool is None or self.lending_limit is None:
+            return 0 if self.pool is not None else self.nominal
+        return max(0, self.nominal - self.lending_limit)
+
+    @property
+    def lendable(self) -> int:
+        return self.nominal - self.guaranteed if self.pool is not None else 0
+
+    @property
+    def borrowed(self) -> int:
+        return max(0, self.usage - self.nominal)
+
+    def above_guaranteed(self, usage: int) -> int:
+        return max(0, usage - self.guaranteed)
+
+
+def root_of(cohort: str | None, parents: dict[str, str | None]) -> str | None:
+    seen: set[str] = set()
+    while cohort is not None and parents.get(cohort) is not None and cohort not in seen:
+        seen.add(cohort)
+        cohort = parents[cohort]
+    return cohort
+
+
+class Admission:
+    """Quota bookkeeping for every CQ; `fits`, `admit`, `release`, `preemption_set`, `order_key`."""
+
+    def __init__(self, tenants: tuple[Tenant, ...], cohorts: tuple[Cohort, ...], policies: Policies) -> None:
+        self.policies = policies
+        parents = {c.name: c.parent for c in cohorts}
+        self.pools: dict[tuple[str, str], CohortPool] = {}
+        self.cqs: dict[tuple[str, str], CQ] = {}
+        self.root: dict[str, str | None] = {}
+        for tenant in tenants:
+            root = root_of(tenant.cohort, parents)
+            self.root[tenant.name] = root
+            for q in tenant.quotas:
+                pool = None
+                if root is not None:
+                    pool = self.pools.setdefault((root, q.flavor), CohortPool())
+                cq = CQ(tenant.name, q.flavor, q.nominal, q.borrowing_limit, q.lending_limit, tenant.weight, pool)
+                pool_add = cq.lendable
+                if pool is not None:
+                    pool.lendable += pool_add
+                self.cqs[(tenant.name, q.flavor)] = cq
+
+    def cq(self, tenant: str, flavor: str) -> CQ | None:
+        return self.cqs.get((tenant, flavor))
+
+    def cohort_members(self, cq: CQ) -> list[CQ]:
+        if cq.pool is None:
+            return []
+        return [other for other in self.cqs.values() if other.pool is cq.pool and other is not cq]
+
+    # -- quota arithmetic ------------------------------------------------------------------------
+    def fits(self, cq: CQ, units: int) -> bool:
+        after = cq.usage + units
+        if cq.pool is None:
+            return after <= cq.nominal
+        if cq.borrowing_limit is not None and after > cq.nominal + cq.borrowing_limit:
+            return False
+        delta = cq.above_guaranteed(after) - cq.above_guaranteed(cq.usage)
+        return cq.pool.used + delta <= cq.pool.lendable
+
+    def _change(self, cq: CQ, units: int) -> None:
+        before = cq.usage
+        cq.usage += units
+        if cq.pool is not None:
+            cq.pool.used += cq.above_guaranteed(cq.usage) - cq.above_guaranteed(before)
+
+    def admit(self, wl: Admitted) -> None:
+        self._change(wl.cq, wl.units)
+        wl.cq.admitted[wl.seq] = wl
+
+    def release(self, wl: Admitted) -> None:
+        if wl.cq.admitted.pop(wl.seq, None) is not None:
+            self._change(wl.cq, -wl.units)
+
+    def share(self, cq: CQ, extra: int = 0) -> float:
+        """Dominant resource share (one resource per CQ here): borrowed / cohort lendable / weight."""
+        if cq.pool is None or cq.pool.lendable == 0:
+            return 0.0
+        borrowed = max(0, cq.usage + extra - cq.nominal)
+        return borrowed / cq.pool.lendable / max(cq.weight, 1e-9)
+
+    def order_key(self, cq: CQ, units: int, priority: int, queued_s: float, seq: int) -> tuple:
+        borrowing = cq.usage + units > cq.nominal
+        fair = self.share(cq, units) if self.policies.fair_sharing else 0.0
+        return (borrowing, fair, -priority, queued_s, seq)
+
+    # -- preemption ------------------------------------------------------------------------------
+    def preemption_set(self, cq: CQ, units: int, priority: int) -> list[Admitted] | None:
+        """The admitted workloads to evict so that `units` fit in `cq`, or None when no allowed set does."""
+        p = self.policies.preemption
+        within_nominal = cq.usage + units <= cq.nominal
+        candidates: list[tuple[tuple, Admitted]] = []
+        if p.within_cluster_queue == "LowerPriority":
+            candidates += [((1, w.priority, -w.admitted_s, -w.seq), w) for w in cq.admitted.values()
+                           if w.priority < priority]
+        for other in self.cohort_members(cq):
+            if other.borrowed <= 0:
+                continue
+            for w in other.admitted.values():
+                if self.policies.fair_sharing:
+                    allowed = True  # checked against shares while choosing, below
+                elif within_nominal:
+                    allowed = p.reclaim_within_cohort == "Any" or (
+                        p.reclaim_within_cohort == "LowerPriority" and w.priority < priority)
+                else:
+                    allowed = p.borrow_within_cohort == "LowerPriority" and w.priority < priority
+                if allowed:
+                    candidates.append(((0, w.priority, -w.admitted_s, -w.seq), w))
+        if not candidates:
+            return None
+        candidates.sort(key=lambda c: c[0])
+        chosen: list[Admitted] = []
+        for _key, w in candidates:
+            if w.cq is not cq and w.cq.borrowed <= 0:
+                continue  # an earlier eviction already brought that CQ back within its quota
+            if (self.policies.fair_sharing and w.cq is not cq
+                    and self.share(cq, units) > self.share(w.cq)):
+                continue
+            self._change(w.cq, -w.units)
+            chosen.append(w)
+            if self.fits(cq, units):
+                break
+        else:
+            for w in chosen:
+                self._change(w.cq, w.units)
+            return None
+        # Trim: give back, newest choice first, every eviction that is not needed after all.
+        needed: list[Admitted] = []
+        for w in reversed(chosen):
+            self._change(w.cq, w.units)
+            if not self.fits(cq, units):
+                self._change(w.cq, -w.units)
+                needed.append(w)
+        for w in needed:
+            self._change(w.cq, w.units)  # restore; the engine releases them for real
+        return list(reversed(needed))

@@ -1,0 +1,580 @@
+"""The discrete-event engine: one heap of timed events, one scheduling pass after each instant.
+
+Events: job arrival, job finish, external work ending, node ready, node consolidation check, endpoint tick
+(traffic and autoscaling, every STEP_S seconds). After all events of one instant, a pass runs: Kueue
+admission (admission.py), then placement of admitted work (placement.py), then provisioning
+(provisioning.py). Randomness comes only from `random.Random(seed)`; ties are broken by a sequence number,
+so a scenario and a seed give one result.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from bisect import insort
+from collections import deque
+from dataclasses import dataclass, field
+
+from . import autoscaling, placement, provisioning
+from .admission import CQ, Admission
+from .model import Endpoint, JobSpec, NodePool, Scenario
+from .outputs import build_run
+
+STEP_S = 10.0  # endpoint traffic and autoscaler resolution
+
+ARRIVE, FINISH, EXTERNAL_END, NODE_READY, EMPTY_CHECK, SWEEP, TICK, REPLICA_READY = range(8)
+
+
+@dataclass(eq=False)
+class Workload:
+    """A job (Kueue workload) or one endpoint replica: pods that must all be bound to run."""
+
+    seq: int
+    pool: str
+    pods: int
+    units_per_pod: int
+    gang: bool
+    spread: bool
+    disruptible: bool
+    priority: int = 0
+    job: JobSpec | None = None
+    endpoint: str | None = None
+    cq: CQ | None = None  # type: ignore[assignment]
+    max_nodes: int = 0
+    single_domain: bool = False
+    state: str = "queued"  # queued | admitted | running | done
+    nodes: list[placement.Node] = field(default_factory=list)
+    queued_s: float = 0.0
+    waited_s: float = 0.0
+    admitted_s: float = 0.0
+    started_s: float = 0.0
+    version: int = 0
+    ready: bool = False
+
+    @property
+    def units(self) -> int:
+        return self.pods * self.units_per_pod
+
+
+@dataclass
+class PoolState:
+    spec: NodePool
+    node_units: int
+    slices: int
+    nodes: list[placement.Node] = field(default_factory=list)
+    in_flight: int = 0
+    waiting: list[Workload] = field(default_factory=list)  # admitted, not all pods bound
+    node_s: float = 0.0  # node-seconds (from launch request to deletion)
+    launched: int = 0  # nodes existing or in flight, for node-seconds
+
+
+@dataclass
+class TenantStats:
+    jobs: int = 0
+    waits: list[float] = field(default_factory=list)
+    unit_s: float = 0.0  # GPU-equivalent seconds used (running)
+    borrowed_s: float = 0.0
+    lent_s: float = 0.0
+
+
+@dataclass
+class EndpointState:
+    spec: Endpoint
+    bursts: list[tuple[float, float]]
+    queue: deque = field(default_factory=deque)  # [arrival_s, count]
+    replicas: list[Workload] = field(default_factory=list)
+    credit: float = 0.0
+    requests: int = 0
+    served: int = 0
+    dropped: int = 0
+    ttft: dict[float, int] = field(default_factory=dict)
+    replica_s: float = 0.0
+    duty: float = 0.0
+    rng: random.Random = field(default_factory=random.Random)
+    below_since: float | None = None
+    next_poll: float = 0.0
+
+
+class Simulation:
+    def __init__(self, scenario: Scenario, seed: int) -> None:
+        self.sc = scenario
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.now = 0.0
+        self.heap: list[tuple[float, int, int, object]] = []
+        self._seq = 0
+        self.admission = Admission(scenario.tenants, scenario.cohorts, scenario.policies)
+        self.flavors = {f.name: f for f in scenario.flavors}
+        self.pools: dict[str, PoolState] = {}
+        self.pool_of_flavor: dict[str, str] = {}
+        self.tenants = {t.name: TenantStats() for t in scenario.tenants}
+        self.pending: dict[int, dict[int, list[tuple]]] = {}  # id(cq) -> units -> sorted keys
+        self.pending_cqs: dict[int, CQ] = {}
+        self.by_seq: dict[int, Workload] = {}
+        self.min_priority = min((j.priority for j in scenario.jobs), default=0)
+        self.dirty = False
+        # fleet integrals (GPU-equivalent seconds)
+        self.cap = self.alloc = self.busy = self.partial = 0.0
+        self.cap_s = self.alloc_s = self.busy_s = self.partial_s = 0.0
+        self.replica_busy_s = 0.0
+        self.evictions = 0
+        self.last = 0.0
+        self.cq_since = 0.0
+        self.endpoints: dict[str, EndpointState] = {}
+        self._node_ids = 0
+
+    # -- bookkeeping -------------------------------------------------------------------------------
+    def push(self, t: float, kind: int, payload: object) -> None:
+        self._seq += 1
+        heapq.heappush(self.heap, (t, self._seq, kind, payload))
+
+    def next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def advance(self, t: float) -> None:
+        dt = t - self.last
+        if dt > 0:
+            self.cap_s += self.cap * dt
+            self.alloc_s += self.alloc * dt
+            self.busy_s += self.busy * dt
+            self.partial_s += self.partial * dt
+            for ps in self.pools.values():
+                ps.node_s += ps.launched * dt
+            self.last = t
+        self.now = t
+
+    def quota_integrals(self) -> None:
+        """Borrowed and lent GPU-seconds since the last quota change (called before each change)."""
+        dt = self.now - self.cq_since
+        if dt <= 0:
+            return
+        self.cq_since = self.now
+        by_pool: dict[int, list[CQ]] = {}
+        for cq in self.admission.cqs.values():
+            if cq.pool is not None and cq.pool.used > 0:
+                by_pool.setdefault(id(cq.pool), []).append(cq)
+        for members in by_pool.values():
+            borrowed = sum(cq.borrowed for cq in members)
+            if borrowed == 0:
+                continue
+            idle = [(cq, max(0, min(cq.lendable, cq.nominal - cq.usage))) for cq in members]
+            total_idle = sum(v for _, v in idle) or 1
+            for cq, v in idle:
+                slices = self.flavors[cq.flavor].slices_per_gpu if cq.flavor in self.flavors else 1
+                st = self.tenants[cq.tenant]
+                st.borrowed_s += cq.borrowed * dt / slices
+                st.lent_s += borrowed * v / total_idle * dt / slices
+
+    # -- setup ---------------------------------------------------------------------------------------
+    def setup(self) -> None:
+        for pool in self.sc.pools:
+            slices = self.flavors[pool.flavor].slices_per_gpu if pool.flavor in self.flavors else 1
+            ps = PoolState(pool, pool.gpus_per_node * slices, slices)
+            self.pools[pool.name] = ps
+            self.pool_of_flavor.setdefault(pool.flavor, pool.name)
+            for i in range(pool.nodes):
+                ps.launched += 1
+                node = self.add_node(ps)
+                used = pool.initial_used[i] if i < len(pool.initial_used) else 0
+                if used:
+                    used = min(used, node.capacity)
+                    node.external = used
+                    node.free -= used
+                    node.empty_since_s = None
+                    self.alloc += used / slices
+                    self.busy += used / slices
+            if any(pool.initial_used):
+                self.push(pool.initial_used_until_s, EXTERNAL_END, pool.name)
+            if pool.consolidation_policy == "WhenEmptyOrUnderutilized" and pool.provisioner != "none":
+                self.push(60.0, SWEEP, pool.name)
+        for job in self.sc.jobs:
+            if job.submit_s < self.sc.horizon_s:
+                self.push(job.submit_s, ARRIVE, job)
+        for index, ep in enumerate(self.sc.endpoints):
+            # Each endpoint's traffic has its own stream: variants that differ in policy see the same requests.
+            rng = random.Random(self.seed * 7_919 + index + 1)
+            es = EndpointState(ep, autoscaling.burst_windows(ep.traffic, self.sc.horizon_s, rng), rng=rng)
+            self.endpoints[ep.name] = es
+        if self.endpoints:
+            self.push(0.0, TICK, None)
+
+    def add_node(self, ps: PoolState) -> placement.Node:
+        self._node_ids += 1
+        index = len(ps.nodes)
+        per_domain = ps.spec.nodes_per_domain
+        domain = self._node_ids if per_domain <= 0 else index // per_domain
+        node = placement.Node(self._node_ids, ps.spec.name, ps.node_units, domain, ps.node_units,
+                              changed_s=self.now, empty_since_s=self.now)
+        ps.nodes.append(node)
+        self.cap += ps.node_units / ps.slices
+        if ps.spec.consolidation_policy in ("WhenEmpty", "WhenEmptyOrUnderutilized") and ps.spec.provisioner != "none":
+            self.push(self.now + ps.spec.consolidate_after_s, EMPTY_CHECK, (ps.spec.name, node.id))
+        return node
+
+    # -- run -----------------------------------------------------------------------------------------
+    def run(self) -> dict:
+        self.setup()
+        horizon = self.sc.horizon_s
+        handlers = {ARRIVE: self.on_arrive, FINISH: self.on_finish, EXTERNAL_END: self.on_external_end,
+                    NODE_READY: self.on_node_ready, EMPTY_CHECK: self.on_empty_check, SWEEP: self.on_sweep,
+                    TICK: self.on_tick, REPLICA_READY: self.on_replica_ready}
+        heap = self.heap
+        while heap and heap[0][0] < horizon:
+            t = heap[0][0]
+            self.advance(t)
+            while heap and heap[0][0] == t:
+                _, _, kind, payload = heapq.heappop(heap)
+                handlers[kind](payload)
+            if self.dirty:
+                self.dirty = False
+                self.schedule()
+        self.advance(horizon)
+        self.quota_integrals()
+        return build_run(self)
+
+    # -- events --------------------------------------------------------------------------------------
+    def on_arrive(self, job: JobSpec) -> None:
+        self.tenants.setdefault(job.tenant, TenantStats()).jobs += 1
+        pool = self.pool_of_flavor.get(job.flavor, "")
+        wl = Workload(self.next_seq(), pool, job.pods, job.units_per_pod, self.sc.policies.gang, False, False,
+                      job.priority, job=job, max_nodes=job.max_nodes, single_domain=job.single_domain,
+                      queued_s=self.now)
+        wl.cq = self.admission.cq(job.tenant, job.flavor)  # type: ignore[assignment]
+        self.by_seq[wl.seq] = wl
+        if wl.cq is None or not pool:
+            return  # inadmissible: no quota for this flavor (its wait runs to the horizon)
+        self.enqueue(wl)
+
+    def enqueue(self, wl: Workload) -> None:
+        wl.state = "queued"
+        cq = wl.cq
+        buckets = self.pending.setdefault(id(cq), {})
+        self.pending_cqs[id(cq)] = cq
+        insort(buckets.setdefault(wl.units, []), (-wl.priority, wl.queued_s, wl.seq))
+        self.dirty = True
+
+    def on_finish(self, payload: tuple[int, int]) -> None:
+        seq, version = payload
+        wl = self.by_seq[seq]
+        if wl.version != version or wl.state != "running":
+            return
+        self.stop(wl)
+        wl.state = "done"
+        self.dirty = True
+
+    def stop(self, wl: Workload) -> None:
+        """Unbind and release the quota of a running or admitted job."""
+        ps = self.pools[wl.pool]
+        if wl.state == "running":
+            ran = self.now - wl.started_s
+            self.tenants[wl.job.tenant].unit_s += wl.units * ran / ps.slices  # type: ignore[union-attr]
+            self.busy -= wl.units / ps.slices
+        elif wl.nodes:
+            self.partial -= len(wl.nodes) * wl.units_per_pod / ps.slices
+        self.unbind(wl, ps)
+        if wl in ps.waiting:
+            ps.waiting.remove(wl)
+        if wl.cq is not None and wl.job is not None:
+            self.quota_integrals()
+            self.admission.release(wl)
+        wl.version += 1
+
+    def unbind(self, wl: Workload, ps: PoolState) -> None:
+        for node in {n.id: n for n in wl.nodes}.values():
+            units = placement.release(node, wl.seq, self.now)
+            self.alloc -= units / ps.slices
+            if node.empty_since_s is not None and ps.spec.provisioner != "none":
+                self.push(self.now + ps.spec.consolidate_after_s, EMPTY_CHECK, (ps.spec.name, node.id))
+        wl.nodes = []
+
+    def on_external_end(self, pool_name: str) -> None:
+        ps = self.pools[pool_name]
+        for node in ps.nodes:
+            if node.external:
+                node.free += node.external
+                self.alloc -= node.external / ps.slices
+                self.busy -= node.external / ps.slices
+                node.external = 0
+                node.changed_s = self.now
+                if not node.pods:
+                    node.empty_since_s = self.now
+                    self.push(self.now + ps.spec.consolidate_after_s, EMPTY_CHECK, (pool_name, node.id))
+        self.dirty = True
+
+    def on_node_ready(self, pool_name: str) -> None:
+        ps = self.pools[pool_name]
+        ps.in_flight -= 1
+        self.add_node(ps)
+        self.dirty = True
+
+    def on_empty_check(self, payload: tuple[str, int]) -> None:
+        pool_name, node_id = payload
+        ps = self.pools[pool_name]
+        if ps.spec.provisioner == "none":
+            return  # a static pool is never consolidated
+        node = next((n for n in ps.nodes if n.id == node_id), None)
+        if node is None or not provisioning.empty_for_long_enough(node, ps.spec, self.now):
+            return
+        if any(w.pool == pool_name for w in ps.waiting):
+            return  # pending pods will want it
+        self.remove_node(ps, node)
+
+    def remove_node(self, ps: PoolState, node: placement.Node) -> None:
+        ps.nodes.remove(node)
+        ps.launched -= 1
+        self.cap -= node.capacity / ps.slices
+
+    def on_sweep(self, pool_name: str) -> None:
+        ps = self.pools[pool_name]
+        self.push(self.now + 60.0, SWEEP, pool_name)
+        node = provisioning.underutilized_candidate(ps.nodes, ps.spec, self.now)
+        if node is None:
+            return
+        for seq in sorted(node.pods):
+            self.evict_replica(self.by_seq[seq], ps)
+        self.remove_node(ps, node)
+        self.dirty = True
+
+    def evict_replica(self, wl: Workload, ps: PoolState) -> None:
+        es = self.endpoints[wl.endpoint]  # type: ignore[index]
+        self.evictions += wl.pods
+        if wl.ready:
+            es.dropped += round(es.duty * es.spec.concurrency)  # the requests in flight on it are lost
+        self.release_replica(wl, ps)
+        wl.state = "admitted"
+        wl.queued_s = self.now
+        ps.waiting.append(wl)
+
+    def release_replica(self, wl: Workload, ps: PoolState) -> None:
+        if wl.nodes and wl.state != "running":
+            self.partial -= len(wl.nodes) * wl.units_per_pod / ps.slices
+        self.unbind(wl, ps)
+        wl.ready = False
+        wl.version += 1
+
+    def on_replica_ready(self, payload: tuple[int, int]) -> None:
+        seq, version = payload
+        wl = self.by_seq[seq]
+        if wl.version == version and wl.state == "running":
+            wl.ready = True
+
+    # -- the scheduling pass -------------------------------------------------------------------------
+    def schedule(self) -> None:
+        self.evicted: list[Workload] = []
+        self.admit_pass(preempt=True)
+        if self.evicted:
+            # Evicted workloads go back to their queues only after the pass (their pods must terminate
+            # first, as in Kueue), and may not preempt in return at this instant: no ping-pong.
+            for wl in self.evicted:
+                self.enqueue(wl)
+            self.dirty = False
+            self.admit_pass(preempt=False)
+        for ps in self.pools.values():
+            self.place_pass(ps)
+        for ps in self.pools.values():
+            self.provision(ps)
+
+    def admit_pass(self, preempt: bool) -> None:
+        adm = self.admission
+        failed: dict[int, int] = {}  # id(cq) -> smallest size that did not fit this pass
+        preempted: set[int] = set()  # CQs that preempted in this pass (at most once each)
+        while True:
+            heads = []
+            for key, cq in list(self.pending_cqs.items()):
+                buckets = self.pending.get(key)
+                if not buckets:
+                    self.pending_cqs.pop(key, None)
+                    continue
+                limit = failed.get(key)
+                best = None
+                for units, items in buckets.items():
+                    if items and (limit is None or units < limit) and (best is None or items[0] < best[0]):
+                        best = (items[0], units)
+                if best is None:
+                    continue
+                (neg_prio, queued, seq), units = best
+                heads.append((adm.order_key(cq, units, -neg_prio, queued, seq), key, cq, units, seq))
+            if not heads:
+                return
+            heads.sort(key=lambda h: h[0])
+            for _key, key, cq, units, seq in heads:
+                wl = self.by_seq[seq]
+                if adm.fits(cq, units):
+                    self.admit(wl, units)
+                    continue
+                victims = None
+                if preempt and key not in failed and key not in preempted and self.may_preempt(cq, wl):
+                    victims = adm.preemption_set(cq, units, wl.priority)
+                if victims:
+                    preempted.add(key)
+                    for victim in victims:
+                        self.preempt(victim)  # type: ignore[arg-type]
+                    if adm.fits(cq, units):
+                        self.admit(wl, units)
+                        continue
+                failed[key] = min(units, failed.get(key, units))
+
+    def may_preempt(self, cq: CQ, wl: Workload) -> bool:
+        p = self.sc.policies.preemption
+        if wl.priority > self.min_priority and (p.within_cluster_queue != "Never" or p.borrow_within_cohort != "Never"):
+            return True
+        if cq.pool is None:
+            return False
+        if self.sc.policies.fair_sharing or (p.reclaim_within_cohort != "Never" and cq.usage + wl.units <= cq.nominal):
+            return any(o.borrowed > 0 for o in self.admission.cohort_members(cq))
+        return False
+
+    def admit(self, wl: Workload, units: int) -> None:
+        items = self.pending[id(wl.cq)][units]
+        items.remove((-wl.priority, wl.queued_s, wl.seq))
+        self.quota_integrals()
+        wl.admitted_s = self.now
+        self.admission.admit(wl)  # type: ignore[arg-type]
+        wl.waited_s += self.now - wl.queued_s
+        wl.state = "admitted"
+        self.pools[wl.pool].waiting.append(wl)
+
+    def preempt(self, wl: Workload) -> None:
+        self.evictions += wl.pods
+        self.stop(wl)
+        wl.queued_s = self.now
+        wl.state = "queued"
+        self.evicted.append(wl)
+
+    def place_pass(self, ps: PoolState) -> None:
+        if not ps.waiting:
+            return
+        free = sum(n.free for n in ps.nodes)
+        for wl in list(ps.waiting):
+            if free <= 0:
+                break
+            missing = wl.pods - len(wl.nodes)
+            if wl.gang and not wl.nodes:
+                if free < wl.units:
+                    continue
+                bound = placement.place_gang(ps.nodes, wl.seq, wl.pods, wl.units_per_pod,
+                                             single_domain=wl.single_domain, max_nodes=wl.max_nodes,
+                                             spread=wl.spread, disruptible=wl.disruptible, now=self.now) or []
+            else:
+                if free < wl.units_per_pod:
+                    continue
+                bound = placement.place_pods(ps.nodes, wl.seq, missing, wl.units_per_pod, spread=wl.spread,
+                                             disruptible=wl.disruptible, now=self.now)
+            if not bound:
+                continue
+            gpu = len(bound) * wl.units_per_pod / ps.slices
+            free -= len(bound) * wl.units_per_pod
+            self.alloc += gpu
+            wl.nodes += bound
+            if len(wl.nodes) < wl.pods:
+                self.partial += gpu  # pods bound, waiting for the rest of their gang: held idle
+                continue
+            if len(bound) < wl.pods:
+                self.partial -= (wl.pods - len(bound)) * wl.units_per_pod / ps.slices
+            ps.waiting.remove(wl)
+            self.start(wl, ps)
+
+    def start(self, wl: Workload, ps: PoolState) -> None:
+        wl.state = "running"
+        wl.started_s = self.now
+        wl.version += 1
+        if wl.job is not None:
+            self.busy += wl.units / ps.slices
+            self.tenants[wl.job.tenant].waits.append(wl.waited_s + (self.now - wl.admitted_s))
+            wl.waited_s = 0.0
+            self.push(self.now + wl.job.duration_s, FINISH, (wl.seq, wl.version))
+        else:
+            es = self.endpoints[wl.endpoint]  # type: ignore[index]
+            self.push(self.now + es.spec.model_load_s, REPLICA_READY, (wl.seq, wl.version))
+
+    def provision(self, ps: PoolState) -> None:
+        if ps.spec.provisioner == "none" or not ps.waiting:
+            return
+        pending = sum((w.pods - len(w.nodes)) * w.units_per_pod for w in ps.waiting)
+        launch = provisioning.nodes_to_launch(ps.spec, pending, ps.node_units, len(ps.nodes), ps.in_flight)
+        for _ in range(launch):
+            ps.in_flight += 1
+            ps.launched += 1
+            self.push(self.now + provisioning.delay_s(ps.spec.provisioner, self.rng), NODE_READY, ps.spec.name)
+
+    # -- endpoints -----------------------------------------------------------------------------------
+    def on_tick(self, _payload: object) -> None:
+        for name in sorted(self.endpoints):
+            self.tick_endpoint(self.endpoints[name])
+        self.push(self.now + STEP_S, TICK, None)
+
+    def tick_endpoint(self, es: EndpointState) -> None:
+        ep, t = es.spec, self.now
+        arrivals = autoscaling.poisson(autoscaling.rate_at(ep.traffic, t, es.bursts) * STEP_S, es.rng)
+        es.requests += arrivals
+        if arrivals:
+            es.queue.append([t, arrivals])
+        ready = [r for r in es.replicas if r.ready]
+        capacity = len(ready) * ep.capacity_rps * STEP_S
+        es.credit = min(es.credit + capacity, capacity) if capacity else 0.0
+        served = 0
+        while es.queue and es.credit >= 1:
+            head = es.queue[0]
+            take = min(head[1], int(es.credit))
+            wait = round(t - head[0] + ep.base_ttft_s, 1)
+            es.ttft[wait] = es.ttft.get(wait, 0) + take
+            served += take
+            es.credit -= take
+            head[1] -= take
+            if head[1] == 0:
+                es.queue.popleft()
+        while es.queue and t - es.queue[0][0] >= ep.timeout_s:
+            es.dropped += es.queue.popleft()[1]
+        es.served += served
+        es.duty = served / capacity if capacity else 0.0
+        slices = self.pools[ep.pool].slices
+        ready_units = sum(r.units for r in ready) / slices
+        self.replica_busy_s += ready_units * es.duty * STEP_S
+        es.replica_s += sum(1 for r in es.replicas if r.state == "running") * STEP_S
+        if t >= es.next_poll:
+            es.next_poll = t + ep.polling_s
+            self.autoscale(es, len(ready))
+
+    def autoscale(self, es: EndpointState, ready: int) -> None:
+        ep = es.spec
+        waiting = sum(b[1] for b in es.queue)
+        inflight = es.duty * ep.concurrency * ready
+        kv = (inflight + waiting) / (ready * ep.concurrency) if ready else 0.0
+        want = autoscaling.desired_replicas(ep, ready=ready, waiting=waiting + inflight, duty=es.duty, kv=kv)
+        want = max(autoscaling.minimum_at(ep, self.now), min(ep.max_replicas, want))
+        current = len(es.replicas)
+        if want > current:
+            es.below_since = None
+            ps = self.pools[ep.pool]
+            for _ in range(want - current):
+                wl = Workload(self.next_seq(), ep.pool, ep.pods_per_replica, ep.units_per_pod, ep.gang, True, True,
+                              endpoint=ep.name, queued_s=self.now, state="admitted")
+                self.by_seq[wl.seq] = wl
+                es.replicas.append(wl)
+                ps.waiting.append(wl)
+            self.dirty = True
+        elif want < current:
+            if es.below_since is None:
+                es.below_since = self.now
+            elif self.now - es.below_since >= ep.cooldown_s:
+                es.below_since = None
+                ps = self.pools[ep.pool]
+                # Remove replicas that are not serving first, then the newest.
+                order = sorted(es.replicas, key=lambda r: (r.ready, r.state == "running", r.seq), reverse=False)
+                for wl in order[: current - want]:
+                    if wl in ps.waiting:
+                        ps.waiting.remove(wl)
+                    self.release_replica(wl, ps)
+                    wl.state = "done"
+                    es.replicas.remove(wl)
+                self.dirty = True
+        else:
+            es.below_since = None
+
+
+def simulate(scenario: Scenario, seed: int = 0) -> dict:
+    """Run one scenario and return its outputs (the CLI's run document)."""
+    from .scenario import expand
+
+    return Simulation(expand(scenario, seed), seed).run()
