@@ -48,6 +48,9 @@ class CohortPool:
 
     lendable: int = 0
     used: int = 0  # sum over its CQs of usage above guaranteed
+    borrowed: int = 0  # sum over its CQs of usage above nominal
+    members: list = field(default_factory=list)
+    since: float = 0.0  # borrowed/lent integrals are complete up to here
 
 
 @dataclass
@@ -105,9 +108,9 @@ class Admission:
                 if root is not None:
                     pool = self.pools.setdefault((root, q.flavor), CohortPool())
                 cq = CQ(tenant.name, q.flavor, q.nominal, q.borrowing_limit, q.lending_limit, tenant.weight, pool)
-                pool_add = cq.lendable
                 if pool is not None:
-                    pool.lendable += pool_add
+                    pool.lendable += cq.lendable
+                    pool.members.append(cq)
                 self.cqs[(tenant.name, q.flavor)] = cq
 
     def cq(self, tenant: str, flavor: str) -> CQ | None:
@@ -116,7 +119,7 @@ class Admission:
     def cohort_members(self, cq: CQ) -> list[CQ]:
         if cq.pool is None:
             return []
-        return [other for other in self.cqs.values() if other.pool is cq.pool and other is not cq]
+        return [other for other in cq.pool.members if other is not cq]
 
     # -- quota arithmetic ------------------------------------------------------------------------
     def fits(self, cq: CQ, units: int) -> bool:
@@ -128,11 +131,22 @@ class Admission:
         delta = cq.above_guaranteed(after) - cq.above_guaranteed(cq.usage)
         return cq.pool.used + delta <= cq.pool.lendable
 
+    def room(self, cq: CQ) -> int:
+        """The most units `cq` could admit right now (`fits(cq, u)` is exactly `u <= room(cq)`)."""
+        if cq.pool is None:
+            return cq.nominal - cq.usage
+        local = max(0, cq.guaranteed - cq.usage)
+        room = local + cq.pool.lendable - cq.pool.used
+        if cq.borrowing_limit is not None:
+            room = min(room, cq.nominal + cq.borrowing_limit - cq.usage)
+        return room
+
     def _change(self, cq: CQ, units: int) -> None:
         before = cq.usage
         cq.usage += units
         if cq.pool is not None:
             cq.pool.used += cq.above_guaranteed(cq.usage) - cq.above_guaranteed(before)
+            cq.pool.borrowed += max(0, cq.usage - cq.nominal) - max(0, before - cq.nominal)
 
     def admit(self, wl: Admitted) -> None:
         self._change(wl.cq, wl.units)

@@ -50,6 +50,7 @@ class Workload:
     started_s: float = 0.0
     version: int = 0
     ready: bool = False
+    blocked_at: int = -1  # the pool's version when this workload last failed to bind any pod
 
     @property
     def units(self) -> int:
@@ -66,6 +67,8 @@ class PoolState:
     waiting: list[Workload] = field(default_factory=list)  # admitted, not all pods bound
     node_s: float = 0.0  # node-seconds (from launch request to deletion)
     launched: int = 0  # nodes existing or in flight, for node-seconds
+    hist: list[int] = field(default_factory=list)  # nodes by free units (placement.set_free keeps it)
+    version: int = 0  # bumped whenever capacity appears (a pod leaves, a node joins): retry placement
 
 
 @dataclass
@@ -122,6 +125,7 @@ class Simulation:
         self.cq_since = 0.0
         self.endpoints: dict[str, EndpointState] = {}
         self._node_ids = 0
+        self.touched: dict[int, CQ] = {}  # queues whose admission may have changed since the last pass
 
     # -- bookkeeping -------------------------------------------------------------------------------
     def push(self, t: float, kind: int, payload: object) -> None:
@@ -144,33 +148,39 @@ class Simulation:
             self.last = t
         self.now = t
 
-    def quota_integrals(self) -> None:
-        """Borrowed and lent GPU-seconds since the last quota change (called before each change)."""
-        dt = self.now - self.cq_since
+    def quota_integrals(self, cq: CQ | None) -> None:
+        """Borrowed and lent GPU-seconds of `cq`'s cohort since its last quota change (called before each
+        change; other cohorts are unaffected, so they integrate lazily). Lent time is the cohort's borrowed
+        units shared among its members in proportion to their idle lendable quota."""
+        if cq is None or cq.pool is None:
+            return
+        pool = cq.pool
+        dt = self.now - pool.since
         if dt <= 0:
             return
-        self.cq_since = self.now
-        by_pool: dict[int, list[CQ]] = {}
-        for cq in self.admission.cqs.values():
-            if cq.pool is not None and cq.pool.used > 0:
-                by_pool.setdefault(id(cq.pool), []).append(cq)
-        for members in by_pool.values():
-            borrowed = sum(cq.borrowed for cq in members)
-            if borrowed == 0:
-                continue
-            idle = [(cq, max(0, min(cq.lendable, cq.nominal - cq.usage))) for cq in members]
-            total_idle = sum(v for _, v in idle) or 1
-            for cq, v in idle:
-                slices = self.flavors[cq.flavor].slices_per_gpu if cq.flavor in self.flavors else 1
-                st = self.tenants[cq.tenant]
-                st.borrowed_s += cq.borrowed * dt / slices
-                st.lent_s += borrowed * v / total_idle * dt / slices
+        pool.since = self.now
+        if pool.borrowed <= 0:
+            return
+        idle = [(m, max(0, min(m.lendable, m.nominal - m.usage))) for m in pool.members]
+        total_idle = sum(v for _, v in idle) or 1
+        slices = self.slices_of(cq.flavor)
+        for m, v in idle:
+            st = self.tenants[m.tenant]
+            if m.usage > m.nominal:
+                st.borrowed_s += (m.usage - m.nominal) * dt / slices
+            if v:
+                st.lent_s += pool.borrowed * v / total_idle * dt / slices
+
+    def slices_of(self, flavor: str) -> int:
+        f = self.flavors.get(flavor)
+        return f.slices_per_gpu if f is not None else 1
 
     # -- setup ---------------------------------------------------------------------------------------
     def setup(self) -> None:
         for pool in self.sc.pools:
             slices = self.flavors[pool.flavor].slices_per_gpu if pool.flavor in self.flavors else 1
             ps = PoolState(pool, pool.gpus_per_node * slices, slices)
+            ps.hist = [0] * (ps.node_units + 1)
             self.pools[pool.name] = ps
             self.pool_of_flavor.setdefault(pool.flavor, pool.name)
             for i in range(pool.nodes):
@@ -180,7 +190,7 @@ class Simulation:
                 if used:
                     used = min(used, node.capacity)
                     node.external = used
-                    node.free -= used
+                    placement.set_free(node, node.free - used)
                     node.empty_since_s = None
                     self.alloc += used / slices
                     self.busy += used / slices
@@ -205,8 +215,10 @@ class Simulation:
         per_domain = ps.spec.nodes_per_domain
         domain = self._node_ids if per_domain <= 0 else index // per_domain
         node = placement.Node(self._node_ids, ps.spec.name, ps.node_units, domain, ps.node_units,
-                              changed_s=self.now, empty_since_s=self.now)
+                              changed_s=self.now, empty_since_s=self.now, hist=ps.hist)
+        ps.hist[node.free] += 1
         ps.nodes.append(node)
+        ps.version += 1
         self.cap += ps.node_units / ps.slices
         if ps.spec.consolidation_policy in ("WhenEmpty", "WhenEmptyOrUnderutilized") and ps.spec.provisioner != "none":
             self.push(self.now + ps.spec.consolidate_after_s, EMPTY_CHECK, (ps.spec.name, node.id))
@@ -230,7 +242,9 @@ class Simulation:
                 self.dirty = False
                 self.schedule()
         self.advance(horizon)
-        self.quota_integrals()
+        for pool in self.admission.pools.values():
+            if pool.members:
+                self.quota_integrals(pool.members[0])
         return build_run(self)
 
     # -- events --------------------------------------------------------------------------------------
@@ -252,7 +266,14 @@ class Simulation:
         buckets = self.pending.setdefault(id(cq), {})
         self.pending_cqs[id(cq)] = cq
         insort(buckets.setdefault(wl.units, []), (-wl.priority, wl.queued_s, wl.seq))
+        self.touched[id(cq)] = cq
         self.dirty = True
+
+    def touch_cohort(self, cq: CQ) -> None:
+        """Quota was freed in `cq`: it and every queue that borrows from the same cohort may admit now."""
+        for member in (cq.pool.members if cq.pool is not None else [cq]):
+            if id(member) in self.pending_cqs:
+                self.touched[id(member)] = member
 
     def on_finish(self, payload: tuple[int, int]) -> None:
         seq, version = payload
@@ -276,11 +297,14 @@ class Simulation:
         if wl in ps.waiting:
             ps.waiting.remove(wl)
         if wl.cq is not None and wl.job is not None:
-            self.quota_integrals()
+            self.quota_integrals(wl.cq)
+            self.touch_cohort(wl.cq)
             self.admission.release(wl)
         wl.version += 1
 
     def unbind(self, wl: Workload, ps: PoolState) -> None:
+        if wl.nodes:
+            ps.version += 1
         for node in {n.id: n for n in wl.nodes}.values():
             units = placement.release(node, wl.seq, self.now)
             self.alloc -= units / ps.slices
@@ -290,9 +314,10 @@ class Simulation:
 
     def on_external_end(self, pool_name: str) -> None:
         ps = self.pools[pool_name]
+        ps.version += 1
         for node in ps.nodes:
             if node.external:
-                node.free += node.external
+                placement.set_free(node, node.free + node.external)
                 self.alloc -= node.external / ps.slices
                 self.busy -= node.external / ps.slices
                 node.external = 0
@@ -321,6 +346,7 @@ class Simulation:
         self.remove_node(ps, node)
 
     def remove_node(self, ps: PoolState, node: placement.Node) -> None:
+        ps.hist[node.free] -= 1
         ps.nodes.remove(node)
         ps.launched -= 1
         self.cap -= node.capacity / ps.slices
@@ -375,45 +401,63 @@ class Simulation:
         for ps in self.pools.values():
             self.provision(ps)
 
+    def head(self, key: int, limit: int | None) -> tuple | None:
+        """The next workload of a queue (BestEffortFIFO: priority, then age) among sizes below `limit`."""
+        best = None
+        for units, items in self.pending[key].items():
+            if items and (limit is None or units < limit) and (best is None or items[0] < best[0]):
+                best = (items[0], units)
+        return best
+
     def admit_pass(self, preempt: bool) -> None:
+        """Admit queued workloads of the touched queues, best head first (admission.order_key). A queue's
+        key depends only on its own usage, so a heap of one head per queue keeps Kueue's order."""
         adm = self.admission
-        failed: dict[int, int] = {}  # id(cq) -> smallest size that did not fit this pass
-        preempted: set[int] = set()  # CQs that preempted in this pass (at most once each)
-        while True:
-            heads = []
-            for key, cq in list(self.pending_cqs.items()):
-                buckets = self.pending.get(key)
-                if not buckets:
-                    self.pending_cqs.pop(key, None)
-                    continue
-                limit = failed.get(key)
-                best = None
-                for units, items in buckets.items():
-                    if items and (limit is None or units < limit) and (best is None or items[0] < best[0]):
-                        best = (items[0], units)
-                if best is None:
-                    continue
+        touched, self.touched = self.touched, {}
+        failed: dict[int, int] = {}  # queue -> smallest size that did not fit this pass
+        preempted: set[int] = set()  # queues that preempted in this pass (at most once each)
+        heap: list[tuple] = []
+
+        def push(key: int, cq: CQ) -> None:
+            room = adm.room(cq)
+            best = None
+            if preempt and key not in failed and key not in preempted:
+                # The queue's true head may preempt, so it is tried even when it cannot fit as things are.
+                best = self.head(key, None)
+                if best is not None and best[1] > room and not self.may_preempt(cq, self.by_seq[best[0][2]]):
+                    best = None
+            if best is None:
+                limit = min(failed.get(key, room + 1), room + 1)
+                best = self.head(key, limit) if limit > 1 else None
+            if best is not None:
                 (neg_prio, queued, seq), units = best
-                heads.append((adm.order_key(cq, units, -neg_prio, queued, seq), key, cq, units, seq))
-            if not heads:
-                return
-            heads.sort(key=lambda h: h[0])
-            for _key, key, cq, units, seq in heads:
-                wl = self.by_seq[seq]
+                heapq.heappush(heap, (adm.order_key(cq, units, -neg_prio, queued, seq), key, units, seq))
+
+        for key, cq in touched.items():
+            if self.pending.get(key):
+                push(key, cq)
+        while heap:
+            _order, key, units, seq = heapq.heappop(heap)
+            cq = self.pending_cqs[key]
+            wl = self.by_seq[seq]
+            if adm.fits(cq, units):
+                self.admit(wl, units)
+                push(key, cq)
+                continue
+            victims = None
+            if preempt and key not in failed and key not in preempted and self.may_preempt(cq, wl):
+                victims = adm.preemption_set(cq, units, wl.priority)
+            if victims:
+                preempted.add(key)
+                for victim in victims:
+                    self.preempt(victim)  # type: ignore[arg-type]
                 if adm.fits(cq, units):
                     self.admit(wl, units)
+                    push(key, cq)
                     continue
-                victims = None
-                if preempt and key not in failed and key not in preempted and self.may_preempt(cq, wl):
-                    victims = adm.preemption_set(cq, units, wl.priority)
-                if victims:
-                    preempted.add(key)
-                    for victim in victims:
-                        self.preempt(victim)  # type: ignore[arg-type]
-                    if adm.fits(cq, units):
-                        self.admit(wl, units)
-                        continue
-                failed[key] = min(units, failed.get(key, units))
+            failed[key] = min(units, failed.get(key, units))
+            if failed[key] > 1:
+                push(key, cq)
 
     def may_preempt(self, cq: CQ, wl: Workload) -> bool:
         p = self.sc.policies.preemption
@@ -422,13 +466,13 @@ class Simulation:
         if cq.pool is None:
             return False
         if self.sc.policies.fair_sharing or (p.reclaim_within_cohort != "Never" and cq.usage + wl.units <= cq.nominal):
-            return any(o.borrowed > 0 for o in self.admission.cohort_members(cq))
+            return cq.pool.borrowed - cq.borrowed > 0  # another queue of the cohort is borrowing
         return False
 
     def admit(self, wl: Workload, units: int) -> None:
         items = self.pending[id(wl.cq)][units]
         items.remove((-wl.priority, wl.queued_s, wl.seq))
-        self.quota_integrals()
+        self.quota_integrals(wl.cq)
         wl.admitted_s = self.now
         self.admission.admit(wl)  # type: ignore[arg-type]
         wl.waited_s += self.now - wl.queued_s
@@ -445,10 +489,17 @@ class Simulation:
     def place_pass(self, ps: PoolState) -> None:
         if not ps.waiting:
             return
-        free = sum(n.free for n in ps.nodes)
+        free = sum(f * c for f, c in enumerate(ps.hist))
+        failed_shapes: set[tuple[int, int]] = set()  # (pods, units per pod) of gangs that found no room
         for wl in list(ps.waiting):
             if free <= 0:
                 break
+            if wl.blocked_at == ps.version:
+                continue  # nothing was freed since it last found no room
+            if wl.gang and not wl.single_domain and any(
+                    p <= wl.pods and u <= wl.units_per_pod for p, u in failed_shapes):
+                wl.blocked_at = ps.version  # a smaller gang did not fit: neither does this one
+                continue
             missing = wl.pods - len(wl.nodes)
             if wl.gang and not wl.nodes:
                 if free < wl.units:
@@ -462,6 +513,9 @@ class Simulation:
                 bound = placement.place_pods(ps.nodes, wl.seq, missing, wl.units_per_pod, spread=wl.spread,
                                              disruptible=wl.disruptible, now=self.now)
             if not bound:
+                wl.blocked_at = ps.version
+                if wl.gang and not wl.single_domain and not wl.max_nodes:
+                    failed_shapes.add((wl.pods, wl.units_per_pod))
                 continue
             gpu = len(bound) * wl.units_per_pod / ps.slices
             free -= len(bound) * wl.units_per_pod

@@ -23,14 +23,28 @@ class Node:
     disruptible: dict[int, bool] = field(default_factory=dict)
     changed_s: float = 0.0  # last time a pod was bound or removed (consolidateAfter counts from here)
     empty_since_s: float | None = None
+    hist: list[int] | None = None  # the pool's count of nodes by free units (kept by set_free)
 
     @property
     def used(self) -> int:
         return self.capacity - self.free
 
 
+def set_free(node: Node, free: int) -> None:
+    """Change a node's free units, keeping its pool's histogram (a fast "could it fit" count) exact."""
+    if node.hist is not None:
+        node.hist[node.free] -= 1
+        node.hist[free] += 1
+    node.free = free
+
+
+def fitting_pods(hist: list[int], units_per_pod: int) -> int:
+    """How many pods of `units_per_pod` the pool's nodes could take, from the histogram alone."""
+    return sum(count * (free // units_per_pod) for free, count in enumerate(hist) if count and free >= units_per_pod)
+
+
 def _take(node: Node, seq: int, units: int, disruptible: bool, now: float) -> None:
-    node.free -= units
+    set_free(node, node.free - units)
     node.pods[seq] = node.pods.get(seq, 0) + units
     node.disruptible[seq] = disruptible
     node.changed_s = now
@@ -40,7 +54,7 @@ def _take(node: Node, seq: int, units: int, disruptible: bool, now: float) -> No
 def release(node: Node, seq: int, now: float) -> int:
     units = node.pods.pop(seq, 0)
     node.disruptible.pop(seq, None)
-    node.free += units
+    set_free(node, node.free + units)
     node.changed_s = now
     if not node.pods and node.external == 0:
         node.empty_since_s = now
@@ -51,6 +65,9 @@ def place_gang(nodes: list[Node], seq: int, pods: int, units_per_pod: int, *, si
                max_nodes: int, spread: bool, disruptible: bool, now: float) -> list[Node] | None:
     """Bind all `pods` or none. Returns the node of each pod."""
     groups: list[list[Node]]
+    hist = nodes[0].hist if nodes else None
+    if not single_domain and hist is not None and fitting_pods(hist, units_per_pod) < pods:
+        return None
     if single_domain:
         by_domain: dict[int, list[Node]] = {}
         for n in nodes:
@@ -59,7 +76,7 @@ def place_gang(nodes: list[Node], seq: int, pods: int, units_per_pod: int, *, si
     else:
         groups = [nodes]
     for group in groups:
-        if sum(n.free // units_per_pod for n in group) < pods:
+        if single_domain and sum(n.free // units_per_pod for n in group) < pods:
             continue
         plan = _plan(group, pods, units_per_pod, max_nodes, spread)
         if plan is not None:
@@ -70,7 +87,8 @@ def place_gang(nodes: list[Node], seq: int, pods: int, units_per_pod: int, *, si
 
 
 def _plan(group: list[Node], pods: int, units_per_pod: int, max_nodes: int, spread: bool) -> list[Node] | None:
-    # Fewest nodes first (most free first) unless spreading; ties by node id keep it deterministic.
+    # Spreading: most free node per pod. Packing: one node if any takes the whole gang, else fewest nodes
+    # (most free first); ties by node id keep it deterministic.
     if spread:
         plan: list[Node] = []
         free = {n.id: n.free for n in group}
@@ -82,7 +100,14 @@ def _plan(group: list[Node], pods: int, units_per_pod: int, max_nodes: int, spre
             free[best.id] -= units_per_pod
             plan.append(best)
         return plan
-    ordered = sorted(group, key=lambda n: (-n.free, n.id))
+    need = pods * units_per_pod
+    best = None
+    for n in group:  # the whole gang on one node: best fit (the fullest node that takes it), as bin-packing does
+        if n.free >= need and (best is None or n.free < best.free):
+            best = n
+    if best is not None:
+        return [best] * pods
+    ordered = sorted((n for n in group if n.free >= units_per_pod), key=lambda n: (-n.free, n.id))
     plan = []
     used_nodes = 0
     for n in ordered:

@@ -87,8 +87,8 @@ def fair_share() -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """Three teams share a 32-GPU cohort; `nightly` floods it every night with long jobs. Without fair
     sharing its older queued jobs take every borrowable GPU first; with fair sharing the team with the
     lowest share borrows first and can preempt a bigger borrower."""
-    day = {"flavor": "h100", "jobs_per_hour": 5, "hours": [7, 21], "pods": {"choices": [1, 2]},
-           "gpus_per_pod": {"choices": [1, 2]}, "duration_s": {"mean": 5400}}
+    day = {"flavor": "h100", "jobs_per_hour": 2, "hours": [7, 21], "pods": {"choices": [1, 2]},
+           "gpus_per_pod": {"choices": [2, 4]}, "duration_s": {"mean": 5400}}
     base = {
         "name": "fair-share", "days": 3,
         "fleet": {"node_pools": [_h100_pool(nodes=4, provisioner="none")]},

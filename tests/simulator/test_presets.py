@@ -61,7 +61,7 @@ def test_autoscalers_duty_cycle_leaves_most_requests_unserved(runs):
     duty, queue, gang = (runs["autoscalers"][v] for v in ("duty-cycle", "queue-depth", "gang-aware"))
     dropped = {k: v["endpoints"][0]["requests_dropped"] for k, v in runs["autoscalers"].items()}
     assert dropped["duty-cycle"] > 1.5 * dropped["queue-depth"]
-    assert dropped["gang-aware"] <= dropped["queue-depth"]
+    assert dropped["gang-aware"] <= 1.05 * dropped["queue-depth"]  # same signal: about the same service
     assert gang["fleet"]["partial_gang_gpu_minutes"] == 0 < queue["fleet"]["partial_gang_gpu_minutes"]
     assert duty["score"] < queue["score"] and duty["score"] < gang["score"]
 
@@ -75,7 +75,7 @@ def test_fair_sharing_shortens_the_day_teams_waits_and_trims_the_night_burst(run
         return next(t for t in run["tenants"] if t["name"] == "nightly")
 
     off, on = runs["fair-share"]["no-fair-sharing"], runs["fair-share"]["fair-sharing"]
-    assert day_wait(on) < 0.95 * day_wait(off)
+    assert day_wait(on) < 0.9 * day_wait(off)  # 16-29 % shorter over seeds 1-5
     assert nightly(on)["borrowed_gpu_hours"] < nightly(off)["borrowed_gpu_hours"]
     assert nightly(off)["borrowed_gpu_hours"] > 100  # the night burst borrows the cohort's idle GPUs
     assert all(t["lent_gpu_hours"] > 0 for t in off["tenants"])
