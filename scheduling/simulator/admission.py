@@ -50,7 +50,9 @@ class CohortPool:
     used: int = 0  # sum over its CQs of usage above guaranteed
     borrowed: int = 0  # sum over its CQs of usage above nominal
     members: list = field(default_factory=list)
-    since: float = 0.0  # borrowed/lent integrals are complete up to here
+    idle: int = 0  # sum over its CQs of idle lendable quota (what borrowers are using, shared out as "lent")
+    since: float = 0.0  # `lent_per_idle` is complete up to here
+    lent_per_idle: float = 0.0  # integral of borrowed / idle dt: a CQ's lent time is its idle units times this
 
 
 @dataclass
@@ -64,6 +66,14 @@ class CQ:
     pool: CohortPool | None
     usage: int = 0
     admitted: dict[int, Admitted] = field(default_factory=dict)
+    since: float = 0.0  # borrowed_s/lent_s are complete up to here
+    mark: float = 0.0  # the pool's lent_per_idle at `since`
+    borrowed_s: float = 0.0  # unit-seconds above nominal
+    lent_s: float = 0.0  # unit-seconds of its idle quota that others borrowed
+
+    @property
+    def idle(self) -> int:
+        return max(0, min(self.lendable, self.nominal - self.usage))
 
     @property
     def guaranteed(self) -> int:
@@ -110,6 +120,7 @@ class Admission:
                 cq = CQ(tenant.name, q.flavor, q.nominal, q.borrowing_limit, q.lending_limit, tenant.weight, pool)
                 if pool is not None:
                     pool.lendable += cq.lendable
+                    pool.idle += cq.idle
                     pool.members.append(cq)
                 self.cqs[(tenant.name, q.flavor)] = cq
 
@@ -131,6 +142,23 @@ class Admission:
         delta = cq.above_guaranteed(after) - cq.above_guaranteed(cq.usage)
         return cq.pool.used + delta <= cq.pool.lendable
 
+    def integrate(self, cq: CQ, now: float) -> None:
+        """Bring the borrowed/lent integrals of `cq` (and its pool's accumulator) up to `now`; called before
+        each change of its usage. Lent time: the cohort's borrowed units, shared among the CQs in proportion
+        to their idle lendable quota -- O(1) per change via the pool's integral of borrowed / idle."""
+        pool = cq.pool
+        if pool is None:
+            return
+        if now > pool.since:
+            if pool.borrowed > 0 and pool.idle > 0:
+                pool.lent_per_idle += pool.borrowed / pool.idle * (now - pool.since)
+            pool.since = now
+        if now > cq.since:
+            cq.borrowed_s += cq.borrowed * (now - cq.since)
+            cq.since = now
+        cq.lent_s += cq.idle * (pool.lent_per_idle - cq.mark)
+        cq.mark = pool.lent_per_idle
+
     def room(self, cq: CQ) -> int:
         """The most units `cq` could admit right now (`fits(cq, u)` is exactly `u <= room(cq)`)."""
         if cq.pool is None:
@@ -143,8 +171,10 @@ class Admission:
 
     def _change(self, cq: CQ, units: int) -> None:
         before = cq.usage
+        idle_before = cq.idle
         cq.usage += units
         if cq.pool is not None:
+            cq.pool.idle += cq.idle - idle_before
             cq.pool.used += cq.above_guaranteed(cq.usage) - cq.above_guaranteed(before)
             cq.pool.borrowed += max(0, cq.usage - cq.nominal) - max(0, before - cq.nominal)
 

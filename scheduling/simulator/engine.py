@@ -149,27 +149,9 @@ class Simulation:
         self.now = t
 
     def quota_integrals(self, cq: CQ | None) -> None:
-        """Borrowed and lent GPU-seconds of `cq`'s cohort since its last quota change (called before each
-        change; other cohorts are unaffected, so they integrate lazily). Lent time is the cohort's borrowed
-        units shared among its members in proportion to their idle lendable quota."""
-        if cq is None or cq.pool is None:
-            return
-        pool = cq.pool
-        dt = self.now - pool.since
-        if dt <= 0:
-            return
-        pool.since = self.now
-        if pool.borrowed <= 0:
-            return
-        idle = [(m, max(0, min(m.lendable, m.nominal - m.usage))) for m in pool.members]
-        total_idle = sum(v for _, v in idle) or 1
-        slices = self.slices_of(cq.flavor)
-        for m, v in idle:
-            st = self.tenants[m.tenant]
-            if m.usage > m.nominal:
-                st.borrowed_s += (m.usage - m.nominal) * dt / slices
-            if v:
-                st.lent_s += pool.borrowed * v / total_idle * dt / slices
+        """Borrowed and lent time of `cq` up to now (called before each change of its usage)."""
+        if cq is not None:
+            self.admission.integrate(cq, self.now)
 
     def slices_of(self, flavor: str) -> int:
         f = self.flavors.get(flavor)
@@ -242,9 +224,11 @@ class Simulation:
                 self.dirty = False
                 self.schedule()
         self.advance(horizon)
-        for pool in self.admission.pools.values():
-            if pool.members:
-                self.quota_integrals(pool.members[0])
+        for cq in self.admission.cqs.values():
+            self.quota_integrals(cq)
+            st = self.tenants[cq.tenant]
+            st.borrowed_s += cq.borrowed_s / self.slices_of(cq.flavor)
+            st.lent_s += cq.lent_s / self.slices_of(cq.flavor)
         return build_run(self)
 
     # -- events --------------------------------------------------------------------------------------
@@ -405,7 +389,7 @@ class Simulation:
         """The next workload of a queue (BestEffortFIFO: priority, then age) among sizes below `limit`."""
         best = None
         for units, items in self.pending[key].items():
-            if items and (limit is None or units < limit) and (best is None or items[0] < best[0]):
+            if (limit is None or units < limit) and (best is None or items[0] < best[0]):
                 best = (items[0], units)
         return best
 
@@ -470,8 +454,11 @@ class Simulation:
         return False
 
     def admit(self, wl: Workload, units: int) -> None:
-        items = self.pending[id(wl.cq)][units]
+        buckets = self.pending[id(wl.cq)]
+        items = buckets[units]
         items.remove((-wl.priority, wl.queued_s, wl.seq))
+        if not items:
+            del buckets[units]
         self.quota_integrals(wl.cq)
         wl.admitted_s = self.now
         self.admission.admit(wl)  # type: ignore[arg-type]
