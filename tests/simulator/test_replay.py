@@ -45,7 +45,8 @@ def test_trace_csv_with_timestamps_and_seconds():
 
 
 def test_trace_json_and_its_errors_name_the_record():
-    assert parse_trace('[{"tenant": "a", "flavor": "h", "submit": 0, "gpus": 2, "duration_s": 5}]')[0]["gpus_per_pod"] == 2
+    one = parse_trace('[{"tenant": "a", "flavor": "h", "submit": 0, "gpus": 2, "duration_s": 5}]')
+    assert one[0]["gpus_per_pod"] == 2
     with pytest.raises(ScenarioError) as err:
         parse_trace('[{"tenant": "a", "flavor": "h", "submit": 0, "gpus": 3, "pods": 2, "duration_s": 5}]')
     assert err.value.field == "trace[0]"
