@@ -244,6 +244,29 @@ class QuotaChangeRequest(models.Model):
             "lending_limit": self.lending_limit,
         }
 
+class QuotaSimulation(models.Model):
+    """The simulated effect of a quota request on its cohort (scheduling/quota_simulation.py), computed
+    once by the worker (scheduling.simulate_quota_request) and cached per request. The row is created
+    pending with the request, in the same transaction: the worker -- or the sweep -- fills it in."""
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        DONE = "done"
+        FAILED = "failed"
+
+    request = models.OneToOneField("QuotaChangeRequest", on_delete=models.CASCADE, related_name="simulation")
+    days = models.PositiveSmallIntegerField(default=7, help_text="days of recorded demand replayed")
+    seed = models.IntegerField(default=0)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING, db_index=True)
+    result = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+    computed_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"simulation of quota request {self.request_id} ({self.state})"
+
+
 
 class SlaTier(models.Model):
     """Scale-to-zero policy of an inference endpoint. Defaults are seeded; platform admins edit them."""
