@@ -108,3 +108,28 @@ def sweep_quota_simulations() -> int:
     for request_id in ids:
         simulate_quota_request(request_id)
     return len(ids)
+
+
+@shared_task(name="scheduling.run_simulation", acks_late=True)
+def run_simulation(run_id: int) -> str:
+    """Fill in a pending portal simulation run (idempotent: a finished run is left alone)."""
+    from gpufleet import clock
+    from scheduling.simulator import ScenarioError, parse_scenario, run_preset, simulate
+
+    from .models import SimulationRun
+
+    run = SimulationRun.objects.filter(pk=run_id, state=SimulationRun.State.PENDING).first()
+    if run is None:
+        return "nothing to do"
+    try:
+        if run.preset:
+            result = run_preset(run.preset, run.seed, run.days)
+        else:
+            data = dict(run.scenario, **({"days": run.days} if run.days else {}))
+            result = simulate(parse_scenario(data), run.seed)
+        state, error = SimulationRun.State.DONE, ""
+    except (ScenarioError, KeyError) as exc:
+        result, state, error = {}, SimulationRun.State.FAILED, str(exc)
+    updated = SimulationRun.objects.filter(pk=run.pk, state=SimulationRun.State.PENDING).update(
+        state=state, result=result, error=error, computed_at=clock.now())
+    return state if updated else "nothing to do"
