@@ -278,6 +278,8 @@ class SimulationRun(models.Model):
 
     preset = models.CharField(max_length=40, blank=True)
     scenario = models.JSONField(default=dict, blank=True, help_text="the uploaded scenario, validated")
+    endpoint = models.ForeignKey("InferenceEndpoint", null=True, blank=True, on_delete=models.CASCADE,
+                                 related_name="+", help_text="set for an autoscaling plan of this endpoint")
     seed = models.IntegerField(default=0)
     days = models.FloatField(null=True, blank=True)
     state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING, db_index=True)

@@ -10,11 +10,12 @@ from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_POST
 
 from gpufleet.accounts.roles import is_platform_admin
 from scheduling.simulator import PRESETS, ScenarioError, load_scenario
 
-from .models import SimulationRun
+from .models import InferenceEndpoint, SimulationRun
 from .simulation_chart import charts
 
 MAX_UPLOAD = 512 * 1024
@@ -74,7 +75,7 @@ def simulate(request: HttpRequest) -> HttpResponse:
 
 
 def _recent() -> list[SimulationRun]:
-    return list(SimulationRun.objects.only("pk", "preset", "seed", "days", "state", "created")[:20])
+    return list(SimulationRun.objects.only("pk", "preset", "endpoint_id", "seed", "days", "state", "created")[:20])
 
 
 @login_required
@@ -82,8 +83,24 @@ def simulation(request: HttpRequest, pk: int) -> HttpResponse:
     _admin(request)
     run = get_object_or_404(SimulationRun, pk=pk)
     doc = run.result if run.state == SimulationRun.State.DONE else None
+    if doc and run.endpoint_id:  # an autoscaling plan: markdown and its candidates, no run document
+        return render(request, "scheduling/simulation.html", {"run": run, "plan": doc, "variants": [], "charts": []})
     variants = list(doc["variants"].items()) if doc and "variants" in doc else ([("run", doc)] if doc else [])
     return render(request, "scheduling/simulation.html", {
         "run": run, "variants": variants,
         "charts": [mark_safe(svg) for svg in charts(doc)] if doc else [],  # noqa: S308 - built with escape()
     })
+
+
+@login_required
+@require_POST
+def plan_autoscaling(request: HttpRequest, pk: int) -> HttpResponse:
+    """The endpoint's autoscaling plan, computed by the worker on its recorded traffic (2 days)."""
+    _admin(request)
+    endpoint = get_object_or_404(InferenceEndpoint, pk=pk)
+    with transaction.atomic():
+        run = SimulationRun.objects.create(endpoint=endpoint, days=2.0, created_by=request.user)
+        from . import tasks
+
+        transaction.on_commit(lambda: tasks.run_simulation.delay(run.pk))
+    return redirect("scheduling:simulation", pk=run.pk)

@@ -19,7 +19,7 @@ from django.db.models import Q
 
 from billing.models import Price, UsageRecord
 from gpufleet import clock
-from scheduling.models import Cohort, Flavor, GpuNodePool, Quota, TenantScheduling
+from scheduling.models import Cohort, Flavor, GpuNodePool, InferenceEndpoint, Quota, TenantScheduling
 from scheduling.simulator.replay import reconstruct_jobs
 from tenants.models import Tenant
 
@@ -127,3 +127,48 @@ def with_quota(scenario: dict[str, Any], tenant: str, flavor: str, nominal: int,
                  "lending_limit": lending_limit}
         t["quotas"] = [q for q in t["quotas"] if q["flavor"] != flavor] + [quota]
     return out
+
+
+def endpoint_traffic(endpoint: InferenceEndpoint, flavor: Flavor, days: float, rps_per_unit: float) -> list[float]:
+    """Hourly requests/s for an endpoint, from its tenant's recorded hourly usage of `flavor` (the platform
+    does not store request counts; GPU use is the proxy: units in use x what one unit serves)."""
+    end = clock.now().replace(minute=0, second=0, microsecond=0)
+    hours = math.ceil(days * 24)
+    start = end - timedelta(hours=hours)
+    series = [0.0] * hours
+    for row in UsageRecord.objects.filter(tenant=endpoint.tenant, flavor=flavor, hour__gte=start, hour__lt=end):
+        series[int((row.hour - start).total_seconds() // 3600)] = float(row.unit_seconds) / 3600 * rps_per_unit
+    return series
+
+
+def endpoint_scenario(endpoint: InferenceEndpoint, *, days: float, hourly_rps: list[float], units_per_replica: int,
+                      capacity_rps: float, pool: GpuNodePool | None = None) -> dict[str, Any]:
+    """One endpoint alone on its node pool, with its tier's settings and the given hourly traffic."""
+    if pool is None:
+        flavors = Quota.objects.filter(tenant=endpoint.tenant).values_list("flavor_id", flat=True)
+        pool = GpuNodePool.objects.select_related("flavor").filter(flavor_id__in=list(flavors)).order_by("name").first()
+    if pool is None:
+        raise ValueError(f"tenant {endpoint.tenant.slug} has no quota on a flavor with a node pool")
+    tier = endpoint.tier
+    prewarm = []
+    if tier.prewarm_start and tier.prewarm_end:
+        # KEDA cron "m h * * *": only the hour fields are used (the simulator's day is UTC).
+        start_h, end_h = (int(c.split()[1]) for c in (tier.prewarm_start, tier.prewarm_end))
+        prewarm = [{"start_hour": start_h, "end_hour": end_h, "replicas": tier.prewarm_replicas}]
+    return {
+        "name": f"plan-{endpoint.tenant.slug}-{endpoint.name}", "days": days,
+        "fleet": {"flavors": [{"name": pool.flavor.name, "mode": pool.flavor.mode,
+                               "slices_per_gpu": slices_per_gpu(pool.flavor)}],
+                  "node_pools": [{"name": pool.name, "flavor": pool.flavor.name, "gpus_per_node": DEFAULT_GPUS_PER_NODE,
+                                  "nodes": 1, "gpu_limit": pool.gpu_limit, "provisioner": "karpenter",
+                                  "consolidation_policy": pool.consolidation_policy,
+                                  "consolidate_after_s": seconds(pool.consolidate_after),
+                                  "price_per_node_hour": str(node_price(pool.flavor, "USD", clock.now()))}]},
+        "tenants": [{"name": endpoint.tenant.slug}],
+        "endpoints": [{"name": endpoint.name.lower(), "tenant": endpoint.tenant.slug, "pool": pool.name,
+                       "gpus_per_pod": units_per_replica, "pods_per_replica": 1, "min_replicas": tier.min_replicas,
+                       "max_replicas": max(1, tier.max_replicas), "cooldown_s": tier.cooldown_seconds,
+                       "polling_s": max(10, tier.polling_seconds), "signal": "queue-depth",
+                       "target": endpoint.queue_target, "capacity_rps": capacity_rps, "prewarm": prewarm,
+                       "traffic": {"hourly_rps": hourly_rps}}],
+    }

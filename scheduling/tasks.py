@@ -122,13 +122,18 @@ def run_simulation(run_id: int) -> str:
     if run is None:
         return "nothing to do"
     try:
-        if run.preset:
+        if run.endpoint_id:
+            from .autoscaling_plan import build_plan
+
+            result = build_plan(run.endpoint, days=run.days or 2.0, seed=run.seed, traffic=None,
+                                gpus_per_replica=1, rps_per_replica=2.0)
+        elif run.preset:
             result = run_preset(run.preset, run.seed, run.days)
         else:
             data = dict(run.scenario, **({"days": run.days} if run.days else {}))
             result = simulate(parse_scenario(data), run.seed)
         state, error = SimulationRun.State.DONE, ""
-    except (ScenarioError, KeyError) as exc:
+    except (ScenarioError, KeyError, ValueError) as exc:
         result, state, error = {}, SimulationRun.State.FAILED, str(exc)
     updated = SimulationRun.objects.filter(pk=run.pk, state=SimulationRun.State.PENDING).update(
         state=state, result=result, error=error, computed_at=clock.now())

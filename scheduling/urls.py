@@ -12,6 +12,7 @@ urlpatterns = [
     path("requests/", pages.requests, name="requests"),
     path("simulate/", simulate_pages.simulate, name="simulate"),
     path("simulate/<int:pk>/", simulate_pages.simulation, name="simulation"),
+    path("endpoints/<int:pk>/plan/", simulate_pages.plan_autoscaling, name="plan-autoscaling"),
     path("requests/<int:pk>/", pages.request_detail, name="request-detail"),
     path("requests/<int:pk>/approve/", pages.request_review, {"verdict": "approve"}, name="request-approve"),
     path("requests/<int:pk>/reject/", pages.request_review, {"verdict": "reject"}, name="request-reject"),

@@ -2,7 +2,7 @@
 
 Composite score (docs/simulator.md): a weighted mean, in 0..100, of the parts a run has --
   jobs      0.4 x 1 / (1 + mean job wait in hours)
-  serving   0.4 x requests served / requests
+  serving   0.4 x (requests served / requests) x 1 / (1 + worst endpoint p99 TTFT in s / 10)
   use       0.2 x utilisation (busy GPU-time / GPU-time of the nodes present)
 weights of absent parts (no jobs, no endpoints) are dropped and the rest renormalised.
 """
@@ -20,12 +20,12 @@ if TYPE_CHECKING:
 CENT = Decimal("0.01")
 
 
-def score(mean_wait_s: float | None, served: int, requests: int, utilisation: float) -> float:
+def score(mean_wait_s: float | None, served: int, requests: int, utilisation: float, ttft_p99_s: float = 0.0) -> float:
     parts: list[tuple[float, float]] = []
     if mean_wait_s is not None:
         parts.append((0.4, 1.0 / (1.0 + mean_wait_s / 3600.0)))
     if requests:
-        parts.append((0.4, served / requests))
+        parts.append((0.4, served / requests / (1.0 + ttft_p99_s / 10.0)))
     parts.append((0.2, utilisation))
     total = sum(w for w, _ in parts)
     return r(100.0 * sum(w * v for w, v in parts) / total, 2)
@@ -88,7 +88,8 @@ def build_run(sim: Simulation) -> dict[str, Any]:
     }
     mean_wait = sum(all_waits) / len(all_waits) if all_waits else None
     return {"seed": sim.seed, "tenants": tenants, "endpoints": endpoints, "fleet": fleet,
-            "score": score(mean_wait, served, requests, utilisation)}
+            "score": score(mean_wait, served, requests, utilisation,
+                           max((e["ttft_p99_s"] for e in endpoints), default=0.0))}
 
 
 def render_table(doc: dict[str, Any]) -> str:
