@@ -601,8 +601,14 @@ class Simulation:
             elif self.now - es.below_since >= ep.cooldown_s:
                 es.below_since = None
                 ps = self.pools[ep.pool]
-                # Remove replicas that are not serving first, then the newest.
-                order = sorted(es.replicas, key=lambda r: (r.ready, r.state == "running", r.seq), reverse=False)
+                # The ReplicaSet controller's ranking: unbound and not-ready pods first, then pods on nodes
+                # holding more replicas of the same set, then the newest.
+                per_node: dict[int, int] = {}
+                for r in es.replicas:
+                    if r.nodes:
+                        per_node[r.nodes[0].id] = per_node.get(r.nodes[0].id, 0) + 1
+                order = sorted(es.replicas, key=lambda r: (
+                    r.ready, r.state == "running", -per_node.get(r.nodes[0].id, 0) if r.nodes else 0, -r.seq))
                 for wl in order[: current - want]:
                     if wl in ps.waiting:
                         ps.waiting.remove(wl)
