@@ -70,20 +70,22 @@ class CQ:
     mark: float = 0.0  # the pool's lent_per_idle at `since`
     borrowed_s: float = 0.0  # unit-seconds above nominal
     lent_s: float = 0.0  # unit-seconds of its idle quota that others borrowed
+    guaranteed: int = 0  # nominal - lendingLimit: only this CQ may use it (set in __post_init__)
+    lendable: int = 0  # the rest of its nominal quota, lent to the cohort
 
     @property
     def idle(self) -> int:
         return max(0, min(self.lendable, self.nominal - self.usage))
 
-    @property
-    def guaranteed(self) -> int:
-        if self.pool is None or self.lending_limit is None:
-            return 0 if self.pool is not None else self.nominal
-        return max(0, self.nominal - self.lending_limit)
-
-    @property
-    def lendable(self) -> int:
-        return self.nominal - self.guaranteed if self.pool is not None else 0
+    def __post_init__(self) -> None:
+        # Constant for the run: computed once (the admission hot path reads them on every change).
+        if self.pool is None:
+            self.guaranteed, self.lendable = self.nominal, 0
+        elif self.lending_limit is None:
+            self.guaranteed, self.lendable = 0, self.nominal
+        else:
+            self.guaranteed = max(0, self.nominal - self.lending_limit)
+            self.lendable = self.nominal - self.guaranteed
 
     @property
     def borrowed(self) -> int:
