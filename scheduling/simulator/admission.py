@@ -15,10 +15,12 @@ fair_sharing.md; KEP-1224 lending limits), read at kubernetes-sigs/kueue@v0.19.2
   workloads of the same CQ; `reclaimWithinCohort` evicts workloads of *borrowing* CQs when the incoming
   workload would fit in its own nominal quota (Any: regardless of priority; LowerPriority: lower only);
   `borrowWithinCohort: LowerPriority` evicts lower-priority workloads of borrowing CQs while borrowing.
-  With fair sharing the cohort strategies are replaced by `LessThanOrEqualToFinalShare`: a borrowing CQ's
-  workload is evicted only if the preemptor's share with the incoming workload does not exceed the
-  preemptee's share. Candidates are ordered: other CQs first, lowest priority first, newest admitted
-  first; the chosen set is then trimmed to the ones actually needed.
+  Candidates are ordered: other CQs first, lowest priority first, newest admitted first. With fair
+  sharing (docs: concepts/preemption.md "Fair Sharing"), borrowWithinCohort no longer applies; Kueue's
+  default strategies run in order -- `LessThanOrEqualToFinalShare` (evict U from the CQ with the highest
+  share if the preemptor's share with its workload <= that CQ's share without U), then
+  `LessThanInitialShare` (preemptor's share < the target's current share). Either way the chosen set is
+  then trimmed, in reverse, to the evictions actually needed.
 * Fair sharing orders the heads of the CQs by dominant resource share (borrowed / cohort lendable /
   weight), lowest first; without it, heads that fit within nominal quota go first, then by priority, then
   by age.
@@ -203,44 +205,11 @@ class Admission:
     # -- preemption ------------------------------------------------------------------------------
     def preemption_set(self, cq: CQ, units: int, priority: int) -> list[Admitted] | None:
         """The admitted workloads to evict so that `units` fit in `cq`, or None when no allowed set does."""
-        p = self.policies.preemption
-        within_nominal = cq.usage + units <= cq.nominal
-        candidates: list[tuple[tuple, Admitted]] = []
-        if p.within_cluster_queue == "LowerPriority":
-            candidates += [((1, w.priority, -w.admitted_s, -w.seq), w) for w in cq.admitted.values()
-                           if w.priority < priority]
-        for other in self.cohort_members(cq):
-            if other.borrowed <= 0:
-                continue
-            for w in other.admitted.values():
-                if self.policies.fair_sharing:
-                    allowed = True  # checked against shares while choosing, below
-                elif within_nominal:
-                    allowed = p.reclaim_within_cohort == "Any" or (
-                        p.reclaim_within_cohort == "LowerPriority" and w.priority < priority)
-                else:
-                    allowed = p.borrow_within_cohort == "LowerPriority" and w.priority < priority
-                if allowed:
-                    candidates.append(((0, w.priority, -w.admitted_s, -w.seq), w))
-        if not candidates:
+        chosen = (self._fair_targets(cq, units, priority) if self.policies.fair_sharing
+                  else self._classic_targets(cq, units, priority))
+        if chosen is None:
             return None
-        candidates.sort(key=lambda c: c[0])
-        chosen: list[Admitted] = []
-        for _key, w in candidates:
-            if w.cq is not cq and w.cq.borrowed <= 0:
-                continue  # an earlier eviction already brought that CQ back within its quota
-            if (self.policies.fair_sharing and w.cq is not cq
-                    and self.share(cq, units) > self.share(w.cq)):
-                continue
-            self._change(w.cq, -w.units)
-            chosen.append(w)
-            if self.fits(cq, units):
-                break
-        else:
-            for w in chosen:
-                self._change(w.cq, w.units)
-            return None
-        # Trim: give back, newest choice first, every eviction that is not needed after all.
+        # Minimise: in reverse order, give back every eviction the preemptor does not need after all.
         needed: list[Admitted] = []
         for w in reversed(chosen):
             self._change(w.cq, w.units)
@@ -250,3 +219,78 @@ class Admission:
         for w in needed:
             self._change(w.cq, w.units)  # restore; the engine releases them for real
         return list(reversed(needed))
+
+    def _within_cq(self, cq: CQ, priority: int) -> list[Admitted]:
+        if self.policies.preemption.within_cluster_queue != "LowerPriority":
+            return []
+        return [w for w in cq.admitted.values() if w.priority < priority]
+
+    def _reclaimable(self, w: Admitted, priority: int) -> bool:
+        policy = self.policies.preemption.reclaim_within_cohort
+        return policy == "Any" or (policy == "LowerPriority" and w.priority < priority)
+
+    def _classic_targets(self, cq: CQ, units: int, priority: int) -> list[Admitted] | None:
+        """Classic preemption: greedy over candidates (borrowing CQs first, lowest priority, newest), with
+        usage changed as they are chosen; None (state untouched) when even all of them do not make room."""
+        p = self.policies.preemption
+        within_nominal = cq.usage + units <= cq.nominal
+        candidates = [((1, w.priority, -w.admitted_s, -w.seq), w) for w in self._within_cq(cq, priority)]
+        for other in self.cohort_members(cq):
+            if other.borrowed <= 0:
+                continue
+            for w in other.admitted.values():
+                allowed = (self._reclaimable(w, priority) if within_nominal
+                           else p.borrow_within_cohort == "LowerPriority" and w.priority < priority)
+                if allowed:
+                    candidates.append(((0, w.priority, -w.admitted_s, -w.seq), w))
+        candidates.sort(key=lambda c: c[0])
+        chosen: list[Admitted] = []
+        for _key, w in candidates:
+            if w.cq is not cq and w.cq.borrowed <= 0:
+                continue  # an earlier eviction already brought that CQ back within its quota
+            self._change(w.cq, -w.units)
+            chosen.append(w)
+            if self.fits(cq, units):
+                return chosen
+        for w in chosen:
+            self._change(w.cq, w.units)
+        return None
+
+    def _fair_targets(self, cq: CQ, units: int, priority: int) -> list[Admitted] | None:
+        """Fair sharing: for each strategy (LessThanOrEqualToFinalShare, then LessThanInitialShare), take
+        the CQ with the highest share and evict its first workload (lowest priority, newest) that the
+        strategy allows, until the preemptor fits."""
+        groups: dict[str, list[Admitted]] = {}
+        own = sorted(self._within_cq(cq, priority), key=lambda w: (w.priority, -w.admitted_s, -w.seq))
+        for other in self.cohort_members(cq):
+            ws = [w for w in other.admitted.values() if self._reclaimable(w, priority)]
+            if ws:
+                groups[other.tenant] = sorted(ws, key=lambda w: (w.priority, -w.admitted_s, -w.seq))
+        chosen: list[Admitted] = []
+        for strategy in ("final", "initial"):
+            exhausted: set[str] = set()
+            while not self.fits(cq, units):
+                live = [t for t, ws in groups.items() if ws and t not in exhausted and ws[0].cq.borrowed > 0]
+                if not live:
+                    break
+                target = max(live, key=lambda t: (self.share(groups[t][0].cq), t))
+                mine = self.share(cq, units)
+                for w in groups[target]:
+                    ok = (mine <= self.share(w.cq, -w.units) if strategy == "final" else mine < self.share(w.cq))
+                    if ok:
+                        groups[target].remove(w)
+                        self._change(w.cq, -w.units)
+                        chosen.append(w)
+                        break
+                else:
+                    exhausted.add(target)
+            if self.fits(cq, units):
+                return chosen
+        for w in own:  # withinClusterQueue: lower priority of the preemptor's own queue
+            self._change(w.cq, -w.units)
+            chosen.append(w)
+            if self.fits(cq, units):
+                return chosen
+        for w in chosen:
+            self._change(w.cq, w.units)
+        return None

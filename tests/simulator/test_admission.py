@@ -159,3 +159,27 @@ def test_without_fair_sharing_heads_within_nominal_go_first_then_priority_then_a
     admit(adm, "a", 4)
     assert adm.order_key(b, 2, 0, 50.0, 1) < adm.order_key(a, 2, 9, 0.0, 2)  # b within nominal beats a borrowing
     assert adm.order_key(a, 2, 9, 50.0, 3) < adm.order_key(a, 2, 0, 0.0, 4)
+
+
+def test_fair_sharing_final_share_strategy_evicts_from_the_highest_share_queue():
+    # Lendable pool 4 + 4 + 4 + 8 = 20. a borrows 4 (two 2-unit jobs, share 4/20), c borrows 2 (share 2/20).
+    adm = Admission((team("a", 4), team("b", 4), team("c", 4), team("d", 8)), (Cohort("c"),),
+                    Policies(fair_sharing=True))
+    admit(adm, "a", 4, at=1)
+    a_old = admit(adm, "a", 2, at=2)
+    a_new = admit(adm, "a", 2, at=3)
+    admit(adm, "c", 6, at=4)
+    admit(adm, "d", 4, at=5)  # 8 + 6 + 4 + 2 (b, below) = all 20
+    admit(adm, "b", 2, at=6)
+    assert not adm.fits(adm.cq("b", "gpu"), 2)
+    # b within nominal (2+2 <= 4) asks for 2: share with it = 0 <= a's share without a 2-unit job (2/20).
+    # The highest-share queue is a; its newest job goes first.
+    assert adm.preemption_set(adm.cq("b", "gpu"), 2, priority=0) == [a_new]
+    assert a_old in adm.cq("a", "gpu").admitted.values()
+
+
+def test_fair_sharing_ignores_borrow_within_cohort_and_respects_reclaim_policy():
+    policies = Policies(fair_sharing=True, preemption=Preemption(reclaim_within_cohort="Never"))
+    adm = Admission((team("a", 4), team("b", 4)), (Cohort("c"),), policies)
+    admit(adm, "a", 8, priority=0)
+    assert adm.preemption_set(adm.cq("b", "gpu"), 2, priority=100) is None
