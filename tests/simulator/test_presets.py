@@ -75,7 +75,7 @@ def test_fair_sharing_shortens_the_day_teams_waits_and_trims_the_night_burst(run
         return next(t for t in run["tenants"] if t["name"] == "nightly")
 
     off, on = runs["fair-share"]["no-fair-sharing"], runs["fair-share"]["fair-sharing"]
-    assert day_wait(on) < 0.9 * day_wait(off)  # 16-29 % shorter over seeds 1-5
+    assert day_wait(on) < 0.9 * day_wait(off)  # 5-31 % shorter over seeds 1-5 (22 % at seed 1)
     assert nightly(on)["borrowed_gpu_hours"] < nightly(off)["borrowed_gpu_hours"]
     assert nightly(off)["borrowed_gpu_hours"] > 100  # the night burst borrows the cohort's idle GPUs
     assert all(t["lent_gpu_hours"] > 0 for t in off["tenants"])
