@@ -74,7 +74,6 @@ def simulate_quota_request(request_id: int) -> str:
     from django.db import transaction
 
     from gpufleet import clock
-    from scheduling.simulator import ScenarioError
 
     from .models import QuotaSimulation
     from .quota_simulation import simulate_request
@@ -85,7 +84,7 @@ def simulate_quota_request(request_id: int) -> str:
         return "nothing to do"
     try:
         result, error, state = simulate_request(sim.request, sim.days, sim.seed), "", QuotaSimulation.State.DONE
-    except ScenarioError as exc:  # the fleet's data does not form a valid scenario: say so on the review page
+    except ValueError as exc:  # incl. ScenarioError: the fleet's data is not a valid scenario; shown on the page
         result, error, state = {}, str(exc), QuotaSimulation.State.FAILED
     with transaction.atomic():
         updated = QuotaSimulation.objects.filter(pk=sim.pk, state=QuotaSimulation.State.PENDING).update(
