@@ -183,3 +183,44 @@ def test_fair_sharing_ignores_borrow_within_cohort_and_respects_reclaim_policy()
     adm = Admission((team("a", 4), team("b", 4)), (Cohort("c"),), policies)
     admit(adm, "a", 8, priority=0)
     assert adm.preemption_set(adm.cq("b", "gpu"), 2, priority=100) is None
+
+
+# -- the examples of Kueue v0.19.2 site/content/en/docs/concepts/cluster_queue.md, with their numbers ------
+
+def fill(adm: Admission, tenant: str) -> int:
+    """Admit 1-unit workloads into `tenant` until nothing more fits; how many fitted."""
+    n = 0
+    while adm.fits(adm.cq(tenant, "gpu"), 1):
+        admit(adm, tenant, 1)
+        n += 1
+    return n
+
+
+def test_kueue_borrowing_example_team_a_admits_21_while_team_b_is_idle():
+    adm = Admission((team("team-a", 9, cohort="team-ab"), team("team-b", 12, cohort="team-ab")),
+                    (Cohort("team-ab"),), Policies())
+    assert fill(adm, "team-a") == 21
+    # team-a has used all its nominal quota and borrows 12: team-b's pending workload goes first (it fits
+    # within nominal quota) and reclaims by preemption.
+    b = adm.cq("team-b", "gpu")
+    assert adm.order_key(b, 1, 0, 99.0, 1) < adm.order_key(adm.cq("team-a", "gpu"), 1, 0, 0.0, 2)
+    assert adm.preemption_set(b, 1, priority=0) is not None
+
+
+def test_kueue_borrowing_limit_example():
+    a_then_b = Admission((team("team-a", 9, cohort="team-ab", borrowing=1), team("team-b", 12, cohort="team-ab")),
+                         (Cohort("team-ab"),), Policies())
+    assert fill(a_then_b, "team-a") == 10  # 9 + 1
+    b_alone = Admission((team("team-a", 9, cohort="team-ab", borrowing=1), team("team-b", 12, cohort="team-ab")),
+                        (Cohort("team-ab"),), Policies())
+    assert fill(b_alone, "team-b") == 21  # no borrowingLimit: 12 + 9
+
+
+def test_kueue_lending_limit_example():
+    lend_one = Admission((team("team-a", 9, cohort="team-ab"), team("team-b", 12, cohort="team-ab", lending=1)),
+                         (Cohort("team-ab"),), Policies())
+    assert fill(lend_one, "team-a") == 10  # 9 + the 1 team-b lends
+    assert fill(lend_one, "team-b") == 11  # team-b's 12 - 1 lent is still its own
+    lend_all = Admission((team("team-a", 9, cohort="team-ab"), team("team-b", 12, cohort="team-ab")),
+                         (Cohort("team-ab"),), Policies())
+    assert fill(lend_all, "team-b") == 21
