@@ -49,8 +49,8 @@ def run(jobs: int, gpus: int, tenants: int, days: float, seed: int) -> dict:
     out = sim.run()
     elapsed = time.perf_counter() - started
     return {"jobs": len(sc.jobs), "gpus": gpus, "seconds": elapsed, "cpu_seconds": time.process_time() - cpu,
-            "events": sim._seq,
-            "events_per_s": sim._seq / elapsed, "out": out}
+            "events": sim.events,
+            "events_per_s": sim.events / elapsed, "out": out}
 
 
 def main() -> int:

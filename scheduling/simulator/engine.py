@@ -125,6 +125,7 @@ class Simulation:
         self.cq_since = 0.0
         self.endpoints: dict[str, EndpointState] = {}
         self._node_ids = 0
+        self.events = 0  # events handled (the benchmark's events/s)
         self.touched: dict[int, CQ] = {}  # queues whose admission may have changed since the last pass
 
     # -- bookkeeping -------------------------------------------------------------------------------
@@ -219,6 +220,7 @@ class Simulation:
             self.advance(t)
             while heap and heap[0][0] == t:
                 _, _, kind, payload = heapq.heappop(heap)
+                self.events += 1
                 handlers[kind](payload)
             if self.dirty:
                 self.dirty = False
