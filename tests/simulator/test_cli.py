@@ -119,3 +119,18 @@ def test_from_fleet_replays_recorded_usage():
     assert vision["borrowed_gpu_hours"] == pytest.approx(24.0)
     assert speech["lent_gpu_hours"] == pytest.approx(24.0)
     assert vision["wait_max_s"] == 0.0
+
+
+def test_byte_identical_across_processes_and_hash_seeds():
+    import os
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[2]
+    outputs = set()
+    for hash_seed in ("1", "2"):
+        env = dict(os.environ, PYTHONHASHSEED=hash_seed, DJANGO_SETTINGS_MODULE="gpufleet.settings.test")
+        done = subprocess.run([sys.executable, "manage.py", "simulate", "--preset", "fair-share", "--days", "1",
+                               "--seed", "3", "--json"], cwd=repo, env=env, capture_output=True, check=True)
+        outputs.add(done.stdout)
+    assert len(outputs) == 1 and b'"variants"' in outputs.pop()
