@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Q
 
 from billing.models import Price, UsageRecord
@@ -37,6 +38,11 @@ def slices_per_gpu(flavor: Flavor) -> int:
     return 1
 
 
+def gpus_per_node(pool: GpuNodePool) -> int:
+    """The pool's GPUs per node where the model records it (issue 15's `gpus_per_node`), else 8."""
+    return int(getattr(pool, "gpus_per_node", DEFAULT_GPUS_PER_NODE) or DEFAULT_GPUS_PER_NODE)
+
+
 def seconds(text: str) -> float:
     """Karpenter's consolidateAfter ("30s", "10m", "1h"; "Never" never consolidates)."""
     match = _DURATION.match(text.strip())
@@ -46,13 +52,13 @@ def seconds(text: str) -> float:
     return float(value * {"s": 1, "m": 60, "h": 3600}[unit])
 
 
-def node_price(flavor: Flavor, currency: str, at: datetime) -> Decimal:
+def node_price(flavor: Flavor, currency: str, at: datetime, gpus: int = DEFAULT_GPUS_PER_NODE) -> Decimal:
     """A node-hour at the flavor's current unit-hour price: the cost figure uses what tenants are billed."""
     price = (Price.objects.filter(flavor=flavor, currency=currency, effective_from__lte=at)
              .filter(Q(effective_to__isnull=True) | Q(effective_to__gt=at)).order_by("-effective_from").first())
     if price is None:
         return Decimal(0)
-    return price.per_unit_hour * slices_per_gpu(flavor) * DEFAULT_GPUS_PER_NODE
+    return price.per_unit_hour * slices_per_gpu(flavor) * gpus
 
 
 def fleet_scenario(days: float = 7, *, currency: str = "USD", with_demand: bool = True) -> dict[str, Any]:
@@ -62,12 +68,13 @@ def fleet_scenario(days: float = 7, *, currency: str = "USD", with_demand: bool 
     pooled = set()
     for pool in GpuNodePool.objects.select_related("flavor").order_by("name"):
         pooled.add(pool.flavor_id)
+        per_node = gpus_per_node(pool)
         gpus = min(pool.gpu_limit, max(pool.flavor.capacity // slices_per_gpu(pool.flavor), 0) or pool.gpu_limit)
-        pools.append({"name": pool.name, "flavor": pool.flavor.name, "gpus_per_node": DEFAULT_GPUS_PER_NODE,
-                      "nodes": gpus // DEFAULT_GPUS_PER_NODE, "gpu_limit": pool.gpu_limit, "provisioner": "karpenter",
+        pools.append({"name": pool.name, "flavor": pool.flavor.name, "gpus_per_node": per_node,
+                      "nodes": gpus // per_node, "gpu_limit": pool.gpu_limit, "provisioner": "karpenter",
                       "consolidation_policy": pool.consolidation_policy,
                       "consolidate_after_s": seconds(pool.consolidate_after),
-                      "price_per_node_hour": str(node_price(pool.flavor, currency, now))})
+                      "price_per_node_hour": str(node_price(pool.flavor, currency, now, per_node))})
     for flavor in flavors:
         if flavor.pk in pooled or flavor.capacity <= 0:
             continue  # a fixed fleet: the flavor's capacity, on static nodes
@@ -94,7 +101,10 @@ def fleet_scenario(days: float = 7, *, currency: str = "USD", with_demand: bool 
                               for f in flavors if f.name in served],
                   "node_pools": pools or [{"name": "empty", "flavor": "none", "provisioner": "none"}]},
         "cohorts": cohorts, "tenants": tenants,
-        "policies": {"gang": True, "fair_sharing": bool(cohorts),
+        # Kueue's fair sharing follows the platform's setting where it exists (issue 15 adds
+        # GPUFLEET_KUEUE_FAIR_SHARING); before it, any cohort meant fair-sharing weights were rendered.
+        "policies": {"gang": True,
+                     "fair_sharing": bool(getattr(settings, "GPUFLEET_KUEUE_FAIR_SHARING", bool(cohorts))),
                      "preemption": {"reclaim_within_cohort": "Any", "borrow_within_cohort": "LowerPriority",
                                     "within_cluster_queue": "LowerPriority"}},
     }
@@ -159,11 +169,12 @@ def endpoint_scenario(endpoint: InferenceEndpoint, *, days: float, hourly_rps: l
         "name": f"plan-{endpoint.tenant.slug}-{endpoint.name}", "days": days,
         "fleet": {"flavors": [{"name": pool.flavor.name, "mode": pool.flavor.mode,
                                "slices_per_gpu": slices_per_gpu(pool.flavor)}],
-                  "node_pools": [{"name": pool.name, "flavor": pool.flavor.name, "gpus_per_node": DEFAULT_GPUS_PER_NODE,
+                  "node_pools": [{"name": pool.name, "flavor": pool.flavor.name, "gpus_per_node": gpus_per_node(pool),
                                   "nodes": 1, "gpu_limit": pool.gpu_limit, "provisioner": "karpenter",
                                   "consolidation_policy": pool.consolidation_policy,
                                   "consolidate_after_s": seconds(pool.consolidate_after),
-                                  "price_per_node_hour": str(node_price(pool.flavor, "USD", clock.now()))}]},
+                                  "price_per_node_hour": str(node_price(pool.flavor, "USD", clock.now(),
+                                                                        gpus_per_node(pool)))}]},
         "tenants": [{"name": endpoint.tenant.slug}],
         "endpoints": [{"name": endpoint.name.lower(), "tenant": endpoint.tenant.slug, "pool": pool.name,
                        "gpus_per_pod": units_per_replica, "pods_per_replica": 1, "min_replicas": tier.min_replicas,

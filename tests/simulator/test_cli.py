@@ -134,3 +134,13 @@ def test_byte_identical_across_processes_and_hash_seeds():
                                "--seed", "3", "--json"], cwd=repo, env=env, capture_output=True, check=True)
         outputs.add(done.stdout)
     assert len(outputs) == 1 and b'"variants"' in outputs.pop()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("fair", [True, False])
+def test_from_fleet_follows_the_kueue_fair_sharing_setting(settings, fair):
+    from scheduling.simulator_inputs import fleet_scenario
+
+    settings.GPUFLEET_KUEUE_FAIR_SHARING = fair
+    actions.create_cohort("lab")
+    assert fleet_scenario(1, with_demand=False)["policies"]["fair_sharing"] is fair
