@@ -11,6 +11,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F, Sum
 
@@ -427,7 +428,18 @@ def propose_quota_change(tenant: Tenant, *, flavor: Any, nominal: Any, borrowing
         record("quota_request.propose", request, after={**request.spec(), "reason": reason},
                tenant_slug=tenant.slug)
         _enqueue_proposal("propose", request.pk)
+        _enqueue_simulation(request)
     return request
+
+
+def _enqueue_simulation(request: QuotaChangeRequest) -> None:
+    """The review shows the change simulated on recorded demand: a pending row now (the outbox), the
+    worker fills it in; the beat sweep picks it up if the message is lost."""
+    from . import tasks
+    from .models import QuotaSimulation
+
+    QuotaSimulation.objects.create(request=request, days=settings.GPUFLEET_QUOTA_SIMULATION_DAYS)
+    transaction.on_commit(lambda: tasks.simulate_quota_request.delay(request.pk))
 
 
 def _enqueue_proposal(step: str, request_id: int) -> None:

@@ -247,6 +247,59 @@ class QuotaChangeRequest(models.Model):
             "lending_limit": self.lending_limit,
         }
 
+class QuotaSimulation(models.Model):
+    """The simulated effect of a quota request on its cohort (scheduling/quota_simulation.py), computed
+    once by the worker (scheduling.simulate_quota_request) and cached per request. The row is created
+    pending with the request, in the same transaction: the worker -- or the sweep -- fills it in."""
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        DONE = "done"
+        FAILED = "failed"
+
+    request = models.OneToOneField("QuotaChangeRequest", on_delete=models.CASCADE, related_name="simulation")
+    days = models.PositiveSmallIntegerField(default=7, help_text="days of recorded demand replayed")
+    seed = models.IntegerField(default=0)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING, db_index=True)
+    result = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+    computed_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"simulation of quota request {self.request_id} ({self.state})"
+
+
+class SimulationRun(models.Model):
+    """A run asked for on the portal's Simulate page (a preset or an uploaded scenario); the worker
+    (scheduling.run_simulation) fills in the outputs."""
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        DONE = "done"
+        FAILED = "failed"
+
+    preset = models.CharField(max_length=40, blank=True)
+    scenario = models.JSONField(default=dict, blank=True, help_text="the uploaded scenario, validated")
+    endpoint = models.ForeignKey("InferenceEndpoint", null=True, blank=True, on_delete=models.CASCADE,
+                                 related_name="+", help_text="set for an autoscaling plan of this endpoint")
+    seed = models.IntegerField(default=0)
+    days = models.FloatField(null=True, blank=True)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING, db_index=True)
+    result = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created = models.DateTimeField(auto_now_add=True)
+    computed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+
+    def __str__(self) -> str:
+        return f"simulation run {self.pk} ({self.preset or 'scenario'}, {self.state})"
+
+
 
 class SlaTier(models.Model):
     """Scale-to-zero policy of an inference endpoint. Defaults are seeded; platform admins edit them."""

@@ -59,7 +59,18 @@ def capacity_check(request: QuotaChangeRequest) -> dict[str, Any]:
     }
 
 
+def simulation(request: QuotaChangeRequest) -> dict[str, Any]:
+    """The cached simulated effect on the cohort (computed by the worker; see scheduling/quota_simulation.py)."""
+    from .models import QuotaSimulation
+
+    row = QuotaSimulation.objects.filter(request=request).first()
+    if row is None:
+        return {"state": "none"}
+    return {"state": row.state, "days": row.days, "error": row.error, "result": row.result,
+            "computed_at": row.computed_at.isoformat() if row.computed_at else None}
+
+
 def preview(request: QuotaChangeRequest) -> dict[str, Any]:
     before, after = proposed_manifests(request)
     changed, text = manifest_diff(before, after)
-    return {"objects": changed, "diff": text, "capacity": capacity_check(request)}
+    return {"objects": changed, "diff": text, "capacity": capacity_check(request), "simulation": simulation(request)}

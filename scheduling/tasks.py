@@ -66,3 +66,74 @@ def discard_quota_branch(request_id: int) -> str:
         if request is None or request.state != QuotaChangeRequest.State.REJECTED or not _gitops():
             return "nothing to do"
         return proposals.discard(request)
+
+
+@shared_task(name="scheduling.simulate_quota_request", acks_late=True)
+def simulate_quota_request(request_id: int) -> str:
+    """Fill in the pending simulation of a quota request (cached: a done or failed row is left alone)."""
+    from django.db import transaction
+
+    from gpufleet import clock
+
+    from .models import QuotaSimulation
+    from .quota_simulation import simulate_request
+
+    sim = QuotaSimulation.objects.select_related("request__tenant", "request__flavor").filter(
+        request_id=request_id).first()
+    if sim is None or sim.state != QuotaSimulation.State.PENDING:
+        return "nothing to do"
+    try:
+        result, error, state = simulate_request(sim.request, sim.days, sim.seed), "", QuotaSimulation.State.DONE
+    except ValueError as exc:  # incl. ScenarioError: the fleet's data is not a valid scenario; shown on the page
+        result, error, state = {}, str(exc), QuotaSimulation.State.FAILED
+    with transaction.atomic():
+        updated = QuotaSimulation.objects.filter(pk=sim.pk, state=QuotaSimulation.State.PENDING).update(
+            state=state, result=result, error=error, computed_at=clock.now())
+    return state if updated else "nothing to do"
+
+
+@shared_task(name="scheduling.sweep_quota_simulations")
+def sweep_quota_simulations() -> int:
+    """Beat: run simulations whose message was lost (pending for over five minutes)."""
+    from datetime import timedelta
+
+    from gpufleet import clock
+
+    from .models import QuotaSimulation
+
+    stale = QuotaSimulation.objects.filter(state=QuotaSimulation.State.PENDING,
+                                           created__lt=clock.now() - timedelta(minutes=5))
+    ids = list(stale.values_list("request_id", flat=True)[:20])
+    for request_id in ids:
+        simulate_quota_request(request_id)
+    return len(ids)
+
+
+@shared_task(name="scheduling.run_simulation", acks_late=True)
+def run_simulation(run_id: int) -> str:
+    """Fill in a pending portal simulation run (idempotent: a finished run is left alone)."""
+    from gpufleet import clock
+    from scheduling.simulator import ScenarioError, parse_scenario, run_preset, simulate
+
+    from .models import SimulationRun
+
+    run = SimulationRun.objects.filter(pk=run_id, state=SimulationRun.State.PENDING).first()
+    if run is None:
+        return "nothing to do"
+    try:
+        if run.endpoint_id:
+            from .autoscaling_plan import build_plan
+
+            result = build_plan(run.endpoint, days=run.days or 2.0, seed=run.seed, traffic=None,
+                                gpus_per_replica=1, rps_per_replica=2.0)
+        elif run.preset:
+            result = run_preset(run.preset, run.seed, run.days)
+        else:
+            data = dict(run.scenario, **({"days": run.days} if run.days else {}))
+            result = simulate(parse_scenario(data), run.seed)
+        state, error = SimulationRun.State.DONE, ""
+    except (ScenarioError, KeyError, ValueError) as exc:
+        result, state, error = {}, SimulationRun.State.FAILED, str(exc)
+    updated = SimulationRun.objects.filter(pk=run.pk, state=SimulationRun.State.PENDING).update(
+        state=state, result=result, error=error, computed_at=clock.now())
+    return state if updated else "nothing to do"

@@ -1,7 +1,7 @@
 from django.urls import path
 from django.views.generic import RedirectView
 
-from . import pages
+from . import pages, simulate_pages
 
 app_name = "scheduling"
 
@@ -10,6 +10,9 @@ urlpatterns = [
     path("flavors/", pages.flavors, name="flavors"),
     path("tenants/<slug:slug>/", pages.tenant_gpu, name="tenant-gpu"),
     path("requests/", pages.requests, name="requests"),
+    path("simulate/", simulate_pages.simulate, name="simulate"),
+    path("simulate/<int:pk>/", simulate_pages.simulation, name="simulation"),
+    path("endpoints/<int:pk>/plan/", simulate_pages.plan_autoscaling, name="plan-autoscaling"),
     path("requests/<int:pk>/", pages.request_detail, name="request-detail"),
     path("requests/<int:pk>/approve/", pages.request_review, {"verdict": "approve"}, name="request-approve"),
     path("requests/<int:pk>/reject/", pages.request_review, {"verdict": "reject"}, name="request-reject"),

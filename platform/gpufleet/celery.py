@@ -30,6 +30,9 @@ def _schedule_periodic(sender: Celery, **_: object) -> None:
         sender.signature("scheduling.sync_fleet"),
         name="sync the fleet (drift repair)",
     )
+    # Quota review: simulations whose task message was lost (the pending row is the outbox).
+    sender.add_periodic_task(300.0, sender.signature("scheduling.sweep_quota_simulations"),
+                             name="sweep pending quota simulations")
     # Billing: collect the last settled hours every hour; draft last month's invoices on the 1st.
     from celery.schedules import crontab
 

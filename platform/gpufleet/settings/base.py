@@ -175,6 +175,8 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 GPUFLEET_RECONCILE_ALL_SECONDS = int(env("GPUFLEET_RECONCILE_ALL_SECONDS", "300") or 300)
 # Fleet sync (scheduling.sync_fleet): re-apply everything, repair and count drift, record a SyncRun.
 GPUFLEET_SYNC_FLEET_SECONDS = int(env("GPUFLEET_SYNC_FLEET_SECONDS", "600") or 600)
+# Days of recorded demand a quota request's simulation replays (scheduling/quota_simulation.py).
+GPUFLEET_QUOTA_SIMULATION_DAYS = int(env("GPUFLEET_QUOTA_SIMULATION_DAYS", "7") or 7)
 
 # --- Backends -------------------------------------------------------------------------------------
 GPUFLEET_BACKEND = env("GPUFLEET_BACKEND", "gitops")
