@@ -124,10 +124,13 @@ class UsageView(APIView):
     """GET ?tenant=SLUG&period=YYYY-MM: usage by day and flavor (members of the tenant)."""
 
     def get(self, request: Request) -> Response:
-        tenant = Tenant.objects.for_user(request.user).filter(slug=request.query_params.get("tenant", "")).first()
+        slug = request.query_params.get("tenant", "")
+        if not slug:  # a missing parameter is the caller's mistake (400), not an unknown tenant (404)
+            raise ValidationError({"tenant": ["is required (?tenant=SLUG&period=YYYY-MM)"]})
+        period = _period(request.query_params.get("period"))
+        tenant = Tenant.objects.for_user(request.user).filter(slug=slug).first()
         if tenant is None:
             raise NotFound()
-        period = _period(request.query_params.get("period"))
         data = daily_usage(UsageRecord.objects.for_user(request.user), tenant.pk, period)
         data["rows"] = [{**r, "unit_seconds": str(r["unit_seconds"]),
                          "gpu_equivalent_seconds": str(r["gpu_equivalent_seconds"])} for r in data["rows"]]

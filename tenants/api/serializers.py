@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from ..actions import DISPLAY_NAME_MAX
 from ..models import Membership, Tenant
 
 
@@ -33,11 +34,11 @@ class TenantCreateSerializer(serializers.Serializer):
 
     slug = serializers.CharField(trim_whitespace=False, allow_blank=True)
     trust_level = serializers.CharField(allow_blank=True)
-    display_name = serializers.CharField(required=False, allow_blank=True, max_length=1000)
+    display_name = serializers.CharField(required=False, allow_blank=True, max_length=DISPLAY_NAME_MAX)
 
 
 class TenantUpdateSerializer(serializers.Serializer):
-    display_name = serializers.CharField(required=False, allow_blank=True, max_length=1000)
+    display_name = serializers.CharField(required=False, allow_blank=True, max_length=DISPLAY_NAME_MAX)
     trust_level = serializers.CharField(required=False, allow_blank=True)
 
     def validate(self, attrs):  # type: ignore[no-untyped-def]
