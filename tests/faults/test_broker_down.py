@@ -95,3 +95,17 @@ def test_the_relay_keeps_messages_while_the_broker_is_down_and_sends_them_after(
             assert send.relay() == 3
             assert redis.Redis(port=port).llen(app.conf.task_default_queue) == 3
     assert not OutboxMessage.objects.exists()
+
+
+def test_an_unknown_task_in_the_outbox_does_not_hold_up_the_others() -> None:
+    from gpufleet.outbox import send
+
+    tenant = factories.tenant("fifo", "standard", phase=Phase.READY)
+    with publishing_to("memory://"):
+        OutboxMessage.objects.create(created=OutboxMessage._meta.get_field("created").to_python("2000-01-01T00:00Z"),
+                                     task="tenants.renamed_long_ago", args=[1])
+        OutboxMessage.objects.create(created=OutboxMessage._meta.get_field("created").to_python("2000-01-01T00:01Z"),
+                                     task="tenants.reconcile_tenant", args=[tenant.pk])
+        assert send.relay() == 1
+    (stuck,) = OutboxMessage.objects.all()
+    assert stuck.task == "tenants.renamed_long_ago" and stuck.attempts == 1 and "registered" in stuck.last_error

@@ -68,6 +68,14 @@ def relay(limit: int = RELAY_BATCH, min_age: timedelta = RELAY_MIN_AGE) -> int:
         for row in rows:
             try:
                 _publish(row.task, list(row.args))
+            except KeyError:
+                # A task this code does not know (renamed or removed): it can never be sent. Keep the row
+                # visible (admin, attempts, last_error) but do not let it hold up the ones behind it.
+                row.attempts += 1
+                row.last_error = f"no task named {row.task!r} is registered"
+                row.save(update_fields=["attempts", "last_error"])
+                log.error("outbox relay: %s", row.last_error)
+                continue
             except Exception as exc:
                 row.attempts += 1
                 row.last_error = str(exc)[:2000]
