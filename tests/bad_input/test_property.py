@@ -20,6 +20,8 @@ from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gpufleet import clock
+
 from .conftest import snapshot, write_routes
 
 pytestmark = pytest.mark.django_db
@@ -69,7 +71,8 @@ def _request_fields(schema: dict[str, Any], method: str, path: str) -> list[str]
 VALID: dict[str, Any] = {
     "slug": "fresh", "trust_level": "standard", "display_name": "Fresh team", "reason": "because",
     "allowed_modes": ["whole"], "egress_cidrs": ["10.0.0.0/8"], "egress_fqdns": ["example.com"],
-    "name": "fresh", "expires_at": "2027-01-01T00:00:00Z", "world_egress": False, "flavor": "h100",
+    "name": "fresh", "expires_at": f"{clock.today().year + 1}-06-01T00:00:00Z", "world_egress": False,
+    "flavor": "h100",
     "gpu_limit": 8, "instance_types": ["p5.48xlarge"], "capacity_types": ["on-demand"],
     "consolidation_policy": "WhenEmpty", "consolidate_after": "5m", "allow_underutilized": False,
     "tenant": "acme", "model": "meta-llama/Llama-3.1-8B", "tier": "standard", "deployment": "llm",

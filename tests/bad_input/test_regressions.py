@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import yaml
 from rest_framework.test import APIClient
 
 from billing.models import Price
+from gpufleet import clock
 from tenants.actions import DISPLAY_NAME_MAX
 from tests.support import factories
 
@@ -74,8 +76,14 @@ def test_minus_zero_is_stored_as_zero(world) -> None:
     assert not Price.objects.get(effective_from="2026-12-01").per_unit_hour.is_signed()
 
 
-@pytest.mark.parametrize("when", ["9999-12-31", "2040-01-01", "20261201", "2026-W49-1", 20261201])
+# Dates relative to today (gpufleet.clock): the horizon moves with it.
+SIX_YEARS_AHEAD = "six years ahead"
+
+
+@pytest.mark.parametrize("when", ["9999-12-31", SIX_YEARS_AHEAD, "20261201", "2026-W49-1", 20261201])
 def test_effective_from_is_a_date_within_five_years(world, gitops_repo: Path, when: Any) -> None:
+    if when == SIX_YEARS_AHEAD:
+        when = (clock.today() + timedelta(days=6 * 366)).isoformat()
     before = snapshot(gitops_repo)
     response = world["client"].post("/api/v1/billing/prices/", {"flavor": "h100", "per_unit_hour": "3",
                                                                  "currency": "USD", "effective_from": when},
