@@ -6,6 +6,7 @@ OpenCost) happens before an action is called; its results are passed in.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -167,34 +168,58 @@ def _insert_usage(values: list[tuple[Any, ...]]) -> None:
 
 # --- prices ---------------------------------------------------------------------------------------
 
-def _decimal(value: Any, field: str, errors: dict[str, list[str]]) -> Decimal | None:
+# A plain decimal as people write money: ASCII digits, one optional point. No exponent ("1e12"), no
+# digit separators ("1_000", which Decimal() accepts), no "Infinity"/"NaN", no non-ASCII digits.
+DECIMAL_TEXT = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
+# How far ahead a price may be set: far enough to announce next year's prices, near enough that a
+# mistyped 9999-12-31 cannot become the last price and block every earlier one.
+PRICE_HORIZON = timedelta(days=5 * 366)
+DATE_TEXT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def _decimal(value: Any, field: str, errors: dict[str, list[str]], *, max_digits: int = 18,
+             decimal_places: int = 6) -> Decimal | None:
+    """A non-negative Decimal that fits its column (max_digits, decimal_places), or an error for `field`."""
+    text = str(value).strip() if isinstance(value, (str, int, float, Decimal)) and not isinstance(value, bool) else ""
+    if not DECIMAL_TEXT.fullmatch(text):
+        errors[field] = [f"must be a decimal number like 2.50 (got {value!r})"]
+        return None
     try:
-        number = Decimal(str(value).strip())
+        number = Decimal(text)
     except (InvalidOperation, ValueError):
         errors[field] = [f"must be a decimal number (got {value!r})"]
-        return None
-    if not number.is_finite():
-        errors[field] = ["must be a finite number"]
         return None
     if number < 0:
         errors[field] = ["must not be negative"]
         return None
-    if number.as_tuple().exponent < -6:  # type: ignore[operator]
-        errors[field] = ["has more than 6 decimal places"]
+    if number.as_tuple().exponent < -decimal_places:  # type: ignore[operator]
+        errors[field] = [f"has more than {decimal_places} decimal places"]
         return None
-    return number
+    limit = Decimal(10) ** (max_digits - decimal_places)
+    if number >= limit:
+        errors[field] = [f"must be less than {limit:f}"]
+        return None
+    return number.copy_abs() if number.is_zero() else number  # "-0" is zero, not -0.000000
 
 
 def _parse_date(value: Any, field: str, errors: dict[str, list[str]]) -> date | None:
     if value in (None, ""):
         return clock.today()
-    if isinstance(value, date):
-        return value
-    try:
-        return date.fromisoformat(str(value))
-    except ValueError:
-        errors[field] = [f"must be a date like 2026-01-01 (got {value!r})"]
+    if isinstance(value, datetime):
+        value = value.date()
+    if not isinstance(value, date):
+        try:
+            if not isinstance(value, str) or not DATE_TEXT.fullmatch(value.strip()):
+                raise ValueError(value)
+            value = date.fromisoformat(value.strip())
+        except ValueError:
+            errors[field] = [f"must be a date like 2026-01-01 (got {value!r})"]
+            return None
+    horizon = clock.today() + PRICE_HORIZON
+    if value > horizon:
+        errors[field] = [f"must be no later than {horizon.isoformat()} (prices are set at most 5 years ahead)"]
         return None
+    return value
 
 
 def set_price(flavor: Any, per_unit_hour: Any, currency: Any, effective_from: Any = None, *,
@@ -251,7 +276,7 @@ def derive_price(flavor: Any, currency: Any, opencost_gpu_hourly: Any, markup: A
     """Price = OpenCost's GPU hourly cost of the flavor's GPU model x the flavor's weight x markup."""
     errors: dict[str, list[str]] = {}
     hourly = _decimal(opencost_gpu_hourly, "opencost_gpu_hourly", errors)
-    factor = _decimal(markup, "markup", errors)
+    factor = _decimal(markup, "markup", errors, max_digits=8, decimal_places=4)
     flavor_obj = Flavor.objects.filter(name=flavor).first() if isinstance(flavor, str) else None
     if flavor_obj is None:
         errors["flavor"] = [f"unknown flavor {flavor!r}"]

@@ -10,7 +10,10 @@ from tenants.errors import ActionError
 
 from . import conf
 
-PERIOD = re.compile(r"^(?P<year>\d{4})-(?P<month>0[1-9]|1[0-2])$")
+PERIOD = re.compile(r"(?P<year>[0-9]{4})-(?P<month>0[1-9]|1[0-2])")
+# Billing months the platform can represent: year 0 does not exist and 9999-12 has no next month to
+# end at (both were 500s). Nobody bills outside this range.
+FIRST_YEAR, LAST_YEAR = 2000, 2999
 CURRENCY = re.compile(r"^[A-Z]{3}$")
 
 
@@ -18,9 +21,11 @@ def parse_period(value: Any) -> date:
     """'2026-03' (or a date) -> date(2026, 3, 1)."""
     if isinstance(value, date):
         return value.replace(day=1)
-    match = PERIOD.match(str(value or ""))
+    match = PERIOD.fullmatch(value) if isinstance(value, str) else None
     if not match:
         raise ActionError({"period": [f"must be a month like 2026-03 (got {value!r})"]})
+    if not FIRST_YEAR <= int(match["year"]) <= LAST_YEAR:
+        raise ActionError({"period": [f"must be a month between {FIRST_YEAR}-01 and {LAST_YEAR}-12 (got {value!r})"]})
     return date(int(match["year"]), int(match["month"]), 1)
 
 

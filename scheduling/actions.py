@@ -17,6 +17,7 @@ from django.db.models import F, Sum
 
 from gpufleet import clock, k8s_names
 from gpufleet.audit.record import record
+from gpufleet.outbox import send as outbox
 from tenants.errors import ActionError, Conflict
 from tenants.models import FINAL_PHASES, LIVE_PHASES, Phase, Tenant
 
@@ -41,17 +42,12 @@ ALLOWED_METRICS = ("vllm:num_requests_waiting", "vllm:kv_cache_usage_perc")
 
 
 def _enqueue_all() -> None:
-    from tenants.tasks import reconcile_all
-
-    transaction.on_commit(lambda: reconcile_all.delay())
+    outbox.enqueue("tenants.reconcile_all")
 
 
 def _enqueue_tenant(tenant: Tenant) -> None:
-    from tenants.tasks import reconcile_tenant
-
     if tenant.phase in LIVE_PHASES:
-        tenant_id = tenant.pk
-        transaction.on_commit(lambda: reconcile_tenant.delay(tenant_id))
+        outbox.enqueue("tenants.reconcile_tenant", tenant.pk)
 
 
 def _bump(tenant: Tenant) -> None:
@@ -443,11 +439,9 @@ def _enqueue_simulation(request: QuotaChangeRequest) -> None:
 
 
 def _enqueue_proposal(step: str, request_id: int) -> None:
-    from . import tasks
-
-    task = {"propose": tasks.propose_quota_branch, "approve": tasks.merge_quota_branch,
-            "reject": tasks.discard_quota_branch}[step]
-    transaction.on_commit(lambda: task.delay(request_id))
+    task = {"propose": "scheduling.propose_quota_branch", "approve": "scheduling.merge_quota_branch",
+            "reject": "scheduling.discard_quota_branch"}[step]
+    outbox.enqueue(task, request_id)
 
 
 def _pending(request: QuotaChangeRequest, comment: Any) -> QuotaChangeRequest:

@@ -12,6 +12,7 @@ from django.db import IntegrityError, transaction
 
 from gpufleet import clock
 from gpufleet.audit.record import record
+from gpufleet.outbox import send as outbox
 
 from .errors import ActionError, Conflict
 from .models import FINAL_PHASES, Membership, Phase, Tenant, TrustLevel
@@ -21,9 +22,8 @@ DISPLAY_NAME_MAX = 200
 
 
 def _enqueue_reconcile(tenant_id: int) -> None:
-    from .tasks import reconcile_tenant
-
-    transaction.on_commit(lambda: reconcile_tenant.delay(tenant_id))
+    # Recorded in this transaction (gpufleet.outbox): the write stands even if the broker is down now.
+    outbox.enqueue("tenants.reconcile_tenant", tenant_id)
 
 
 def _validate_spec(display_name: Any, trust_level: Any, *, partial: bool) -> dict[str, list[str]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
+from django.conf import settings
 
 from gpufleet.audit.context import acting
 from infra.errors import TransientError
@@ -21,7 +22,10 @@ def reconcile_tenant(self, tenant_id: int) -> str:  # type: ignore[no-untyped-de
             return reconcile.reconcile_tenant(tenant_id).summary
         except TransientError as exc:
             # Exponential backoff from the adapter's hint; the periodic reconcile_all is the backstop.
-            countdown = min(exc.delay * (2 ** self.request.retries), 600)
+            # Capped below the broker's visibility timeout: Redis would re-deliver a message held longer
+            # (a duplicate per timeout); longer outages are the periodic reconcile_all's job.
+            cap = max(1, settings.GPUFLEET_VISIBILITY_TIMEOUT_SECONDS // 2)
+            countdown = min(exc.delay * (2 ** self.request.retries), cap)
             raise self.retry(exc=exc, countdown=countdown) from exc
 
 

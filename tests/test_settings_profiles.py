@@ -1,4 +1,5 @@
-"""The production profile refuses to start without its secrets, naming the missing variable."""
+"""The production profile: refuses to start without its secrets (naming the missing variable) or with a
+weak signing key; HTTPS only behind the ingress (redirect, HSTS); `check --deploy` is clean."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from tests.support.services import REPO
 
 BASE_ENV = {
-    "SECRET_KEY": "x" * 50,
+    "SECRET_KEY": "k3y-" + "0123456789abcdef" * 4,
     "ALLOWED_HOSTS": "gpufleet.example.com",
     "OIDC_OP_ISSUER": "https://idp.example.com",
     "OIDC_RP_CLIENT_ID": "gpufleet",
@@ -19,12 +20,22 @@ BASE_ENV = {
 }
 
 
-def load(env: dict[str, str]) -> subprocess.CompletedProcess:
-    clean = {k: v for k, v in os.environ.items() if k not in BASE_ENV}
+def production_env(env: dict[str, str]) -> dict[str, str]:
+    clean = {k: v for k, v in os.environ.items()
+             if k not in BASE_ENV and not k.startswith(("SECURE_", "DJANGO_", "DEBUG"))}
     clean.update(env, DJANGO_SETTINGS_MODULE="gpufleet.settings.production",
                  PYTHONPATH=os.pathsep.join([str(REPO), str(REPO / "platform")]))
-    code = "import django; django.setup(); from django.conf import settings; print(settings.OIDC_OP_TOKEN_ENDPOINT)"
-    return subprocess.run([sys.executable, "-c", code], env=clean, capture_output=True, text=True, cwd=REPO)
+    return clean
+
+
+def run(code: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], env=production_env(env), capture_output=True, text=True,
+                          cwd=REPO)
+
+
+def load(env: dict[str, str]) -> subprocess.CompletedProcess:
+    return run("import django; django.setup(); from django.conf import settings; "
+               "print(settings.OIDC_OP_TOKEN_ENDPOINT)", env)
 
 
 def test_production_starts_with_everything_set():
@@ -36,7 +47,8 @@ def test_production_starts_with_everything_set():
 def test_production_serves_the_portal_stylesheet():
     code = (
         "import django; django.setup(); from django.test import Client; "
-        "r = Client().get('/static/portal/portal.css', HTTP_HOST='gpufleet.example.com'); "
+        "r = Client().get('/static/portal/portal.css', HTTP_HOST='gpufleet.example.com', "
+        "HTTP_X_FORWARDED_PROTO='https'); "
         "print(r.status_code, r.headers.get('Content-Type'))"
     )
     clean = {k: v for k, v in os.environ.items() if k not in BASE_ENV}
@@ -53,3 +65,42 @@ def test_production_names_the_missing_variable(missing):
     result = load({k: v for k, v in BASE_ENV.items() if k != missing})
     assert result.returncode != 0
     assert f"{missing} must be set" in result.stderr
+
+
+@pytest.mark.parametrize(("key", "reason"), [
+    ("insecure-development-key-not-for-production", "known development default"),
+    ("test-secret-key", "known development default"),
+    ("django-insecure-" + "a1b2c3d4e5" * 5, "known development default"),
+    ("s3cret", "is 6 characters"),
+    ("x" * 64, "different characters"),
+])
+def test_production_refuses_a_weak_or_default_secret_key(key, reason):
+    result = load({**BASE_ENV, "SECRET_KEY": key})
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr and reason in result.stderr, result.stderr[-500:]
+
+
+def test_check_deploy_is_clean_in_the_production_profile(tmp_path):
+    env = {**BASE_ENV, "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"}
+    result = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+                            env=production_env(env), capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout, result.stdout
+
+
+def test_https_only_behind_the_ingress():
+    code = (
+        "import django; django.setup(); from django.test import Client; c = Client(); "
+        "plain = c.get('/login/', HTTP_HOST='gpufleet.example.com'); "
+        "tls = c.get('/login/', HTTP_HOST='gpufleet.example.com', HTTP_X_FORWARDED_PROTO='https'); "
+        "print(plain.status_code, plain.headers.get('Location')); "
+        "print(tls.status_code); print(tls.headers.get('Strict-Transport-Security')); "
+        "print(tls.headers.get('Content-Security-Policy'))"
+    )
+    result = run(code, BASE_ENV)
+    assert result.returncode == 0, result.stderr
+    redirect, status, hsts, csp = result.stdout.strip().splitlines()[-4:]
+    assert redirect == "301 https://gpufleet.example.com/login/"
+    assert status == "200"
+    assert hsts == "max-age=31536000; includeSubDomains"
+    assert "script-src 'self'" in csp and "form-action 'self' https://idp.example.com" in csp

@@ -5,7 +5,8 @@ through billing.actions."""
 from __future__ import annotations
 
 from django.http import HttpResponse
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.exceptions import APIException, NotFound, PermissionDenied, ValidationError
@@ -120,14 +121,22 @@ def _period(value: str | None):  # type: ignore[no-untyped-def]
     return parse_period(value)
 
 
+PERIOD_PARAM = OpenApiParameter("period", OpenApiTypes.STR, required=True, description="billing month, YYYY-MM")
+
+
 class UsageView(APIView):
     """GET ?tenant=SLUG&period=YYYY-MM: usage by day and flavor (members of the tenant)."""
 
+    @extend_schema(parameters=[OpenApiParameter("tenant", OpenApiTypes.STR, required=True), PERIOD_PARAM],
+                   responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request) -> Response:
-        tenant = Tenant.objects.for_user(request.user).filter(slug=request.query_params.get("tenant", "")).first()
+        slug = request.query_params.get("tenant", "")
+        if not slug:  # a missing parameter is the caller's mistake (400), not an unknown tenant (404)
+            raise ValidationError({"tenant": ["is required (?tenant=SLUG&period=YYYY-MM)"]})
+        period = _period(request.query_params.get("period"))
+        tenant = Tenant.objects.for_user(request.user).filter(slug=slug).first()
         if tenant is None:
             raise NotFound()
-        period = _period(request.query_params.get("period"))
         data = daily_usage(UsageRecord.objects.for_user(request.user), tenant.pk, period)
         data["rows"] = [{**r, "unit_seconds": str(r["unit_seconds"]),
                          "gpu_equivalent_seconds": str(r["gpu_equivalent_seconds"])} for r in data["rows"]]
@@ -142,6 +151,7 @@ class OpenCostUnavailable(APIException):
 class ReconciliationView(APIView):
     permission_classes = [IsAuthenticated, IsBillingAdmin]
 
+    @extend_schema(parameters=[PERIOD_PARAM], responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request) -> Response:
         start, end = period_bounds(_period(request.query_params.get("period")))
         try:
@@ -155,6 +165,8 @@ class ReconciliationView(APIView):
 class ExportView(APIView):
     permission_classes = [IsAuthenticated, IsBillingAdmin]
 
+    @extend_schema(parameters=[PERIOD_PARAM, OpenApiParameter("as", OpenApiTypes.STR, enum=list(exports.FORMATS))],
+                   responses={200: OpenApiTypes.BINARY})
     def get(self, request: Request) -> HttpResponse:
         period = _period(request.query_params.get("period"))
         fmt = request.query_params.get("as", "csv")

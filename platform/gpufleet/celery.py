@@ -24,6 +24,10 @@ def _schedule_periodic(sender: Celery, **_: object) -> None:
         sender.signature("tenants.reconcile_all"),
         name="reconcile all tenants",
     )
+    # Transactional outbox (gpufleet.outbox): work recorded while the broker was down is sent when it is back.
+    sender.add_periodic_task(
+        float(settings.GPUFLEET_OUTBOX_RELAY_SECONDS), sender.signature("outbox.relay"), name="relay the task outbox"
+    )
     # Fleet sync (scheduling/sync.py): re-apply platform and tenants, repair and count drift, record a SyncRun.
     sender.add_periodic_task(
         float(settings.GPUFLEET_SYNC_FLEET_SECONDS),

@@ -11,6 +11,7 @@ from typing import Any
 from django.db import transaction
 
 from gpufleet.audit.record import record
+from gpufleet.outbox import send as outbox
 
 from ..errors import ActionError, Conflict
 from ..models import FINAL_PHASES, Phase, Tenant, TrustLevel
@@ -21,10 +22,8 @@ UNSET: Any = object()
 
 
 def _enqueue(tenant_ids: list[int]) -> None:
-    from ..tasks import reconcile_tenant
-
-    for tenant_id in tenant_ids:
-        transaction.on_commit(lambda tid=tenant_id: reconcile_tenant.delay(tid))
+    for tenant_id in tenant_ids:  # recorded in this transaction: no broker needed now (gpufleet.outbox)
+        outbox.enqueue("tenants.reconcile_tenant", tenant_id)
 
 
 def level_policy_errors(trust_level: Any, *, allowed_modes: Any = UNSET, world_egress: Any = UNSET

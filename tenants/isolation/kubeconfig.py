@@ -84,7 +84,11 @@ def kubeconfig_yaml(tenant: Any) -> str:
     from infra.manifests import to_yaml
 
     from ..errors import Conflict
+    from ..models import Phase
 
+    # No virtual cluster exists (yet, or any more): a kubeconfig would point at nothing.
+    if tenant.phase in (Phase.REQUESTED, Phase.REJECTED, Phase.DEPROVISIONING, Phase.DELETED):
+        raise Conflict(f"tenant '{tenant.slug}' is {tenant.phase}: it has no virtual cluster to connect to")
     iso = config.settings_from(settings)
     if not iso.oidc_issuer:
         raise Conflict("no OIDC issuer is configured (GPUFLEET_VCLUSTER_OIDC_ISSUER or OIDC_OP_ISSUER): "

@@ -248,7 +248,8 @@ def test_production_profile_signs_in_through_oidc_only():
 
     from tests.support.services import REPO
 
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "gpufleet.settings.production", "SECRET_KEY": "k" * 50,
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "gpufleet.settings.production",
+           "SECRET_KEY": "k3y-" + "0123456789abcdef" * 4,
            "ALLOWED_HOSTS": "gpufleet.example.test", "OIDC_OP_ISSUER": ISSUER, "OIDC_RP_CLIENT_ID": CLIENT_ID,
            "OIDC_RP_CLIENT_SECRET": SECRET, "PYTHONPATH": f"{REPO}{os.pathsep}{REPO / 'platform'}"}
     code = ("import django, json; django.setup(); from django.conf import settings as s; "

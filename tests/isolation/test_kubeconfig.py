@@ -13,6 +13,7 @@ import yaml
 from django.core.management import CommandError, call_command
 
 from tenants.isolation import kubeconfig
+from tenants.models import Phase
 from tests.support import factories
 from tests.support.services import need_binary
 
@@ -51,7 +52,7 @@ def check_with_kubectl(text: str, tmp_path: Path, slug: str) -> dict:
 
 def test_cli_kubeconfig_passes_kubectl(tmp_path: Path, capsys, settings) -> None:
     settings.GPUFLEET_VCLUSTER_URL_TEMPLATE = "https://{slug}.vc.gpufleet.test"
-    factories.tenant("acme", "standard")
+    factories.tenant("acme", "standard", phase=Phase.READY)
     call_command("kubeconfig", "--tenant", "acme")
     view = check_with_kubectl(capsys.readouterr().out, tmp_path, "acme")
     assert view["clusters"][0]["cluster"]["server"] == "https://acme.vc.gpufleet.test"
@@ -63,7 +64,7 @@ def test_cli_kubeconfig_passes_kubectl(tmp_path: Path, capsys, settings) -> None
 
 
 def test_ca_comes_from_a_provider_or_the_configured_bundle(tmp_path: Path, settings) -> None:
-    tenant = factories.tenant("acme", "standard")
+    tenant = factories.tenant("acme", "standard", phase=Phase.READY)
     assert "certificate-authority-data" not in kubeconfig.kubeconfig_yaml(tenant)
     bundle = tmp_path / "ca.pem"
     bundle.write_text("-----BEGIN CERTIFICATE-----\nbundle\n-----END CERTIFICATE-----\n")
@@ -81,8 +82,8 @@ def test_ca_comes_from_a_provider_or_the_configured_bundle(tmp_path: Path, setti
 
 def test_api_serves_members_only(api, tmp_path: Path) -> None:
     alice, bob, viewer = factories.user("alice"), factories.user("bob"), factories.user("vera")
-    acme = factories.tenant("acme", "trusted", owner=alice, members={"viewer": viewer})
-    beta = factories.tenant("beta", "trusted", owner=bob)
+    acme = factories.tenant("acme", "trusted", owner=alice, members={"viewer": viewer}, phase=Phase.READY)
+    beta = factories.tenant("beta", "trusted", owner=bob, phase=Phase.READY)
     api.force_authenticate(viewer)
     response = api.get(f"/api/v1/tenants/{acme.pk}/kubeconfig/")
     assert response.status_code == 200
@@ -98,10 +99,22 @@ def test_without_an_issuer_there_is_no_kubeconfig(api, settings) -> None:
     settings.OIDC_OP_ISSUER = ""
     settings.GPUFLEET_VCLUSTER_OIDC_ISSUER = ""
     alice = factories.user("alice")
-    acme = factories.tenant("acme", "standard", owner=alice)
+    acme = factories.tenant("acme", "standard", owner=alice, phase=Phase.READY)
     with pytest.raises(CommandError, match="no OIDC issuer is configured"):
         call_command("kubeconfig", "--tenant", "acme")
     api.force_authenticate(alice)
     response = api.get(f"/api/v1/tenants/{acme.pk}/kubeconfig/")
     assert response.status_code == 409
     assert "no OIDC issuer" in str(response.json())
+
+
+@pytest.mark.parametrize("phase", [Phase.REQUESTED, Phase.REJECTED, Phase.DEPROVISIONING, Phase.DELETED])
+def test_no_kubeconfig_for_a_tenant_without_a_virtual_cluster(api, phase) -> None:
+    alice = factories.user("alice")
+    tenant = factories.tenant("early", "standard", owner=alice, phase=phase)
+    api.force_authenticate(alice)
+    response = api.get(f"/api/v1/tenants/{tenant.pk}/kubeconfig/")
+    assert response.status_code == 409, response.content
+    assert phase in response.json()["errors"][0]["reason"]
+    with pytest.raises(CommandError, match=str(phase)):
+        call_command("kubeconfig", "--tenant", "early")

@@ -6,6 +6,7 @@ import pytest
 import yaml
 from django.test import Client
 
+from tenants.models import Phase
 from tests.support import factories
 
 pytestmark = pytest.mark.django_db
@@ -14,7 +15,7 @@ pytestmark = pytest.mark.django_db
 def test_tenant_page_links_the_kubeconfig_and_the_link_works(settings) -> None:
     settings.OIDC_OP_ISSUER = "https://login.gpufleet.test"
     alice = factories.user("alice")
-    acme = factories.tenant("acme", "untrusted", owner=alice)
+    acme = factories.tenant("acme", "untrusted", owner=alice, phase=Phase.READY)
     client = Client()
     client.force_login(alice)
     page = client.get("/tenants/acme/")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
 import time
 import uuid
@@ -29,15 +31,20 @@ def redis_available(url: str) -> bool:
 
 
 @contextmanager
-def celery_worker(gitops_repo: Path, log_path: Path) -> Iterator[str]:
-    """Start `celery worker` on a private queue; yield the queue name; stop it."""
-    url = broker_url()
+def celery_worker(gitops_repo: Path, log_path: Path, *, broker: str | None = None, queue: str | None = None,
+                  pool: str = "solo", own_session: bool = False) -> Iterator[str]:
+    """Start `celery worker` on a private queue (or `queue`); yield the queue name; stop it.
+
+    `own_session` puts the worker (and its pool children) in a process group of its own, so that a
+    fault test can kill the whole group with SIGKILL (`kill_group`).
+    """
+    url = broker or broker_url()
     if not url.startswith("redis://") or not redis_available(url):
         missing(f"Redis broker not reachable at {url}")
     if connection.vendor != "postgresql":
         missing("the worker test needs PostgreSQL (set DATABASE_URL)")
     db = connection.settings_dict
-    queue = f"test-{uuid.uuid4().hex[:8]}"
+    queue = queue or f"test-{uuid.uuid4().hex[:8]}"
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "gpufleet.settings.test",
@@ -50,10 +57,25 @@ def celery_worker(gitops_repo: Path, log_path: Path) -> Iterator[str]:
         "GPUFLEET_REFERENCE_DIR": str(settings.GPUFLEET_REFERENCE_DIR),
         "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "platform")]),
     }
-    argv = [sys.executable, "-m", "celery", "-A", "gpufleet", "worker", "--pool=solo", "--concurrency=1",
+    argv = [sys.executable, "-m", "celery", "-A", "gpufleet", "worker", f"--pool={pool}", "--concurrency=1",
             "-Q", queue, "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "INFO"]
-    with running(argv, log_path, grace=20, env=env, cwd=REPO):
-        yield queue
+    with running(argv, log_path, grace=20, env=env, cwd=REPO, start_new_session=own_session) as proc:
+        worker_processes[queue] = proc
+        try:
+            yield queue
+        finally:
+            worker_processes.pop(queue, None)
+
+
+# The worker process of each running `celery_worker`, by queue (for fault tests that kill it).
+worker_processes: dict[str, subprocess.Popen] = {}
+
+
+def kill_group(queue: str) -> None:
+    """SIGKILL the worker of `queue` and every process of its group: no shutdown, no ack, no requeue."""
+    proc = worker_processes[queue]
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
 
 
 def wait_until(what: str, check: Callable[[], bool], log: Path, timeout: float = 60) -> None:

@@ -10,7 +10,8 @@ if not base.startswith(("http://", "https://")):
 
 
 def status(path):
-    request = urllib.request.Request(base + path, headers={"Host": host})  # noqa: S310 - scheme checked above
+    # As the ingress forwards it: TLS ended there (X-Forwarded-Proto), else production redirects to https.
+    request = urllib.request.Request(base + path, headers={"Host": host, "X-Forwarded-Proto": "https"})  # noqa: S310
     try:
         with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 - scheme checked above
             return response.status

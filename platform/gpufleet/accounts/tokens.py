@@ -23,7 +23,8 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         if not header:
             return None
         parts = header.split()
-        if parts[0] != self.keyword or len(parts) != 2 or not parts[1].startswith(TOKEN_PREFIX):
+        # split() drops every Unicode space (NBSP, U+0085...): a header of only those has no parts at all.
+        if len(parts) != 2 or parts[0] != self.keyword or not parts[1].startswith(TOKEN_PREFIX):
             return None
         token = (
             ApiToken.objects.active()

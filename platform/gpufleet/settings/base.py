@@ -29,6 +29,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "mozilla_django_oidc",
     "gpufleet.audit",
+    "gpufleet.outbox",
     "gpufleet.accounts",
     "gpufleet.api",
     "gpufleet.portal",
@@ -39,6 +40,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Content-Security-Policy on every response (CONTENT_SECURITY_POLICY below).
+    "csp.middleware.CSPMiddleware",
     # Static files straight from the app: production needs no extra web server or collectstatic step.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -142,6 +145,12 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "gpufleet.api.pagination.Pagination",
+    # A body nested 1,000 deep is a 400, not a RecursionError (gpufleet/api/parsers.py).
+    "DEFAULT_PARSER_CLASSES": [
+        "gpufleet.api.parsers.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "gpufleet.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
@@ -161,14 +170,52 @@ SPECTACULAR_SETTINGS = {
         "MembershipRoleEnum": "tenants.models.Membership.Role",
         "MembershipSourceEnum": "tenants.models.Membership.Source",
     },
+    # The schema lists every route and field: signed-in callers and API tokens only (docs/api.md).
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+}
+
+# --- Content-Security-Policy (django-csp 4) -----------------------------------------------------------
+# The portal ships no inline script or style and loads nothing from elsewhere: everything is 'self'.
+# Forms may also lead to the OIDC provider (sign-out is a POST that redirects to its end-session page).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'", *([OIDC_OP_ISSUER.rstrip("/")] if OIDC_OP_ISSUER else [])],
+    }
 }
 
 # --- Celery ---------------------------------------------------------------------------------------
 CELERY_BROKER_URL = env("CELERY_BROKER_URL", "redis://127.0.0.1:6379/0")
 CELERY_TASK_DEFAULT_QUEUE = env("CELERY_TASK_DEFAULT_QUEUE", "celery")
+# Delivery (docs/operations.md, "A worker is killed"): a message is acknowledged only after its task ran
+# (acks_late); a pool child that dies requeues its message at once (reject_on_worker_lost); a whole worker
+# killed with SIGKILL leaves its message unacknowledged in Redis, and another worker restores it once it is
+# older than the visibility timeout (checked every 5 s) -- so lost work runs again within ~40 s. A task
+# running longer than the timeout is delivered twice; every task is idempotent, so that costs a pass.
+GPUFLEET_VISIBILITY_TIMEOUT_SECONDS = int(env("GPUFLEET_VISIBILITY_TIMEOUT_SECONDS", "30") or 30)
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": GPUFLEET_VISIBILITY_TIMEOUT_SECONDS,
+    "unacked_restore_interval": 5,
+    "unacked_restore_throttle": 1,  # scan on every tick, not every 10th
+    # A request that publishes must not hang on a broker that is gone (the outbox keeps the work).
+    "socket_connect_timeout": 3,
+    "socket_timeout": 10,
+}
+# Publishing gives up quickly: the work is already in gpufleet.outbox and the relay sends it later.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
+# Beat (and every worker as it starts) sends what the outbox holds once the broker is reachable again.
+GPUFLEET_OUTBOX_RELAY_SECONDS = int(env("GPUFLEET_OUTBOX_RELAY_SECONDS", "10") or 10)
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True

@@ -35,3 +35,26 @@ def require(name: str) -> str:
             f"(DJANGO_SETTINGS_MODULE=gpufleet.settings.production)."
         )
     return value
+
+
+# Known development/test keys: a production process must never sign sessions with one of these.
+KNOWN_KEYS = {"insecure-development-key-not-for-production", "test-secret-key", "changeme", "secret"}
+SECRET_KEY_MIN_LENGTH = 50
+SECRET_KEY_MIN_UNIQUE = 5
+
+
+def require_secret_key(name: str = "SECRET_KEY") -> str:
+    """The signing key, or refuse to start: set, not a known default, long and varied (Django's rule)."""
+    value = require(name)
+    problem = None
+    if value in KNOWN_KEYS or value.startswith("django-insecure"):
+        problem = "is a known development default"
+    elif len(value) < SECRET_KEY_MIN_LENGTH:
+        problem = f"is {len(value)} characters; it needs at least {SECRET_KEY_MIN_LENGTH}"
+    elif len(set(value)) < SECRET_KEY_MIN_UNIQUE:
+        problem = f"has fewer than {SECRET_KEY_MIN_UNIQUE} different characters"
+    if problem:
+        raise ImproperlyConfigured(
+            f"{name} {problem}. Generate one with: python -c 'import secrets; print(secrets.token_urlsafe(64))'"
+        )
+    return value
