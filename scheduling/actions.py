@@ -431,11 +431,10 @@ def propose_quota_change(tenant: Tenant, *, flavor: Any, nominal: Any, borrowing
 def _enqueue_simulation(request: QuotaChangeRequest) -> None:
     """The review shows the change simulated on recorded demand: a pending row now (the outbox), the
     worker fills it in; the beat sweep picks it up if the message is lost."""
-    from . import tasks
     from .models import QuotaSimulation
 
     QuotaSimulation.objects.create(request=request, days=settings.GPUFLEET_QUOTA_SIMULATION_DAYS)
-    transaction.on_commit(lambda: tasks.simulate_quota_request.delay(request.pk))
+    outbox.enqueue("scheduling.simulate_quota_request", request.pk)
 
 
 def _enqueue_proposal(step: str, request_id: int) -> None:

@@ -13,6 +13,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from gpufleet.accounts.roles import is_platform_admin
+from gpufleet.outbox import send as outbox
 from scheduling.simulator import PRESETS, ScenarioError, load_scenario
 
 from .models import InferenceEndpoint, SimulationRun
@@ -67,9 +68,8 @@ def simulate(request: HttpRequest) -> HttpResponse:
         with transaction.atomic():
             run = SimulationRun.objects.create(preset=d.get("preset") or "", scenario=d.get("parsed") or {},
                                                seed=d["seed"], days=d.get("days"), created_by=request.user)
-            from . import tasks
-
-            transaction.on_commit(lambda: tasks.run_simulation.delay(run.pk))
+            # Through the outbox: starting a run never fails because the broker is down (docs/operations.md).
+            outbox.enqueue("scheduling.run_simulation", run.pk)
         return redirect("scheduling:simulation", pk=run.pk)
     return render(request, "scheduling/simulate.html", {"form": form, "runs": _recent()})
 
@@ -100,7 +100,5 @@ def plan_autoscaling(request: HttpRequest, pk: int) -> HttpResponse:
     endpoint = get_object_or_404(InferenceEndpoint, pk=pk)
     with transaction.atomic():
         run = SimulationRun.objects.create(endpoint=endpoint, days=2.0, created_by=request.user)
-        from . import tasks
-
-        transaction.on_commit(lambda: tasks.run_simulation.delay(run.pk))
+        outbox.enqueue("scheduling.run_simulation", run.pk)
     return redirect("scheduling:simulation", pk=run.pk)
