@@ -28,6 +28,9 @@ class SyncRun(models.Model):
     # Repo paths (or object keys) repaired, capped so one bad day cannot bloat a row.
     drifted = models.JSONField(default=list, blank=True)
     errors = models.JSONField(default=list, blank=True)
+    # The GitOps repository's condition after the pass (infra.gitops.health) and the push sidecar's
+    # last result: {"status", "reason", "message", "head", "push": {...}}; {} for other backends.
+    repository = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-started", "-id"]
@@ -56,4 +59,5 @@ class SyncRun(models.Model):
             "drift_count": self.drift_count,
             "drifted": list(self.drifted),
             "errors": list(self.errors),
+            "repository": dict(self.repository),
         }

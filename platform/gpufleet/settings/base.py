@@ -170,6 +170,12 @@ GPUFLEET_SYNC_FLEET_SECONDS = int(env("GPUFLEET_SYNC_FLEET_SECONDS", "600") or 6
 GPUFLEET_BACKEND = env("GPUFLEET_BACKEND", "gitops")
 GPUFLEET_GITOPS_REPO = env("GPUFLEET_GITOPS_REPO", str(VAR_DIR / "gitops"))
 GPUFLEET_GITOPS_AUTHOR = env("GPUFLEET_GITOPS_AUTHOR", "gpufleet <gpufleet@localhost>")
+# The remote Flux or Argo CD reads (pushed to by the chart's sidecar). A missing working copy is cloned
+# from it (a lost volume continues the remote's history); with push enabled a tenant is Ready only once
+# its commit is on the remote.
+GPUFLEET_GITOPS_REMOTE = env("GPUFLEET_GITOPS_REMOTE", "") or ""
+GPUFLEET_GITOPS_REMOTE_BRANCH = env("GPUFLEET_GITOPS_REMOTE_BRANCH", "main") or "main"
+GPUFLEET_GITOPS_PUSH = env_bool("GPUFLEET_GITOPS_PUSH", False)
 # Upstream schemas (CRDs, vCluster values schema) used to validate rendered manifests before apply.
 GPUFLEET_REFERENCE_DIR = env("GPUFLEET_REFERENCE_DIR", str(REPO_DIR.parent / "shared" / "reference"))
 GPUFLEET_KUBERNETES_VERSION = env("GPUFLEET_KUBERNETES_VERSION", "1.33")
