@@ -1,15 +1,70 @@
-# Push the desired-state repository's main branch to the remote Flux or Argo CD watches, every
-# GPUFLEET_PUSH_INTERVAL seconds. The worker is the only writer; this loop only reads, and a failed
-# push (remote down, not a fast-forward) is logged and retried on the next round, never forced.
+# Publish the desired-state repository's main branch to the remote Flux or Argo CD watches, every
+# GPUFLEET_PUSH_INTERVAL seconds. The worker is the only writer of main; this loop fetches, checks and
+# pushes, and never forces. Each round it records what happened in .git/gpufleet/ (read by the worker:
+# infra/gitops/publish.py), so a publish that stopped is a status, not only a line on stderr:
+#   push-status  state=<ok|diverged|rejected|unreachable|waiting>, at=<epoch>, message=<text>
+#   last-push    "<epoch> <commit>" of the last successful push
+# Refuses to push when the remote branch is not an ancestor of local main (someone else wrote there,
+# or the local history was recreated): pushing would need a force, which would drop those commits.
+# SIGTERM/SIGINT: one final round (so a rollout publishes the last commits), then exit 0 at once.
 set -u
 repo="$GPUFLEET_GITOPS_REPO"
-while :; do
-  if git -C "$repo" rev-parse --verify --quiet refs/heads/main >/dev/null 2>&1; then
-    if git -C "$repo" push --quiet --porcelain "$GPUFLEET_PUSH_URL" "refs/heads/main:refs/heads/$GPUFLEET_PUSH_BRANCH" >/dev/null; then
-      :
-    else
-      echo "gitops-push: push to $GPUFLEET_PUSH_URL failed; retrying in ${GPUFLEET_PUSH_INTERVAL}s" >&2
+url="$GPUFLEET_PUSH_URL"
+branch="${GPUFLEET_PUSH_BRANCH:-main}"
+interval="${GPUFLEET_PUSH_INTERVAL:-30}"
+state_dir="$repo/.git/gpufleet"
+stopping=0
+
+record() {  # record <state> <message>
+  mkdir -p "$state_dir" || return 0
+  printf 'state=%s\nat=%s\nmessage=%s\n' "$1" "$(date +%s)" "$2" >"$state_dir/push-status.tmp" &&
+    mv -f "$state_dir/push-status.tmp" "$state_dir/push-status"
+  [ "$1" = ok ] || echo "gitops-push: $1: $2" >&2
+}
+
+push_round() {
+  mkdir -p "$state_dir" 2>/dev/null
+  if ! head=$(git -C "$repo" rev-parse --verify --quiet 'refs/heads/main^{commit}' 2>/dev/null); then
+    record waiting "no commit on main yet"
+    return 0
+  fi
+  if ! remote_heads=$(git -C "$repo" ls-remote --heads "$url" "refs/heads/$branch" 2>&1); then
+    record unreachable "cannot read $url: $(echo "$remote_heads" | tail -n 1)"
+    return 0
+  fi
+  if [ -n "$remote_heads" ]; then
+    if ! out=$(git -C "$repo" fetch --quiet --no-tags "$url" "+refs/heads/$branch:refs/gpufleet/remote" 2>&1); then
+      record unreachable "fetch from $url failed: $(echo "$out" | tail -n 1)"
+      return 0
+    fi
+    if ! git -C "$repo" merge-base --is-ancestor refs/gpufleet/remote "$head" 2>/dev/null; then
+      remote_sha=$(git -C "$repo" rev-parse refs/gpufleet/remote)
+      record diverged "remote $branch ($remote_sha) is not an ancestor of local main ($head): not pushing; see docs/gitops.md"
+      return 0
     fi
   fi
-  sleep "$GPUFLEET_PUSH_INTERVAL"
+  if out=$(git -C "$repo" push --quiet --porcelain "$url" "$head:refs/heads/$branch" 2>&1); then
+    printf '%s %s\n' "$(date +%s)" "$head" >"$state_dir/last-push.tmp" && mv -f "$state_dir/last-push.tmp" "$state_dir/last-push"
+    record ok "pushed $head to $branch"
+  else
+    record rejected "push of $head to $branch refused: $(echo "$out" | grep -v '^To ' | tr '\n' ' ' | cut -c1-400)"
+  fi
+}
+
+on_term() { stopping=1; }
+trap on_term TERM INT
+
+while :; do
+  push_round
+  [ "$stopping" = 1 ] && exit 0
+  # `sleep` in the background and `wait` so a TERM interrupts the wait at once (a foreground sleep
+  # would delay the trap until it ends).
+  sleep "$interval" &
+  sleeper=$!
+  wait "$sleeper" 2>/dev/null
+  if [ "$stopping" = 1 ]; then
+    kill "$sleeper" 2>/dev/null
+    push_round
+    exit 0
+  fi
 done
