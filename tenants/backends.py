@@ -18,6 +18,7 @@ def get_backend() -> Backend:
             remote=settings.GPUFLEET_GITOPS_REMOTE,
             remote_branch=settings.GPUFLEET_GITOPS_REMOTE_BRANCH,
             push_enabled=settings.GPUFLEET_GITOPS_PUSH,
+            push_status_dir=settings.GPUFLEET_GITOPS_PUSH_STATUS_DIR,
         )
     if name == "kubernetes":
         from infra.kube.backend import KubernetesBackend  # type: ignore[import-not-found]

@@ -88,6 +88,7 @@ class GitOpsBackend:
         remote: str = "",
         remote_branch: str = "main",
         push_enabled: bool = False,
+        push_status_dir: str = "",
     ) -> None:
         self.path = Path(path)
         self.git = Git(self.path, author)
@@ -95,6 +96,7 @@ class GitOpsBackend:
         self.remote, self.remote_branch = remote, remote_branch
         # With push enabled a commit counts as applied only once the remote has it (`unpublished`).
         self.push_enabled = push_enabled and bool(remote)
+        self.push_status_dir = push_status_dir  # where the sidecar records its rounds ("" -> .git/gpufleet)
         # Inside `batch()`: owner folders written but not yet committed, and their summaries.
         self._batch: dict[str, Plan] | None = None
         # Lock-free `in_sync` checks share one `git status` of the whole repository (reset whenever
@@ -174,11 +176,12 @@ class GitOpsBackend:
         if self._batch is not None and own.path in self._batch:
             return "the commit holding this owner's files is made when the current batch ends"
         commit = self.git.run("log", "-1", "--format=%H", "refs/heads/main", "--", own.path).strip()
-        return publish.unpublished(self.git, commit)
+        return publish.unpublished(self.git, commit, self.push_status_dir)
 
     def repository_status(self) -> dict[str, object]:
         """The repository's condition and the push sidecar's last result, for the fleet sync status."""
-        return {**health.check(self.git).as_dict(), "push": publish.read_status(self.git, self.push_enabled)}
+        push = publish.read_status(self.git, self.push_enabled, self.push_status_dir)
+        return {**health.check(self.git).as_dict(), "push": push}
 
     # --- what is on disk, and what gpufleet last wrote -------------------------------------------
 

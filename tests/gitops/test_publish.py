@@ -59,7 +59,14 @@ def pushing(settings, remote: Path) -> Path:
     need_reference()
     settings.GPUFLEET_GITOPS_REMOTE = str(remote)
     settings.GPUFLEET_GITOPS_PUSH = True
+    # As in the chart: the sidecar records its rounds outside the repository (shared volume).
+    settings.GPUFLEET_GITOPS_PUSH_STATUS_DIR = str(remote.parent / "push-status")
     return remote
+
+
+def status_dir(repo: Path) -> Path:
+    """Where the sidecar records (the `pushing` fixture's GPUFLEET_GITOPS_PUSH_STATUS_DIR)."""
+    return repo.parent / "push-status"
 
 
 def remote_head(remote: Path) -> str:
@@ -72,6 +79,7 @@ def sidecar(repo: Path, remote: Path, interval: int = 3600) -> subprocess.Popen:
         "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
         "GPUFLEET_GITOPS_REPO": str(repo), "GPUFLEET_PUSH_URL": str(remote),
         "GPUFLEET_PUSH_BRANCH": "main", "GPUFLEET_PUSH_INTERVAL": str(interval),
+        "GPUFLEET_PUSH_STATUS_DIR": str(status_dir(repo)),
     }
     # Exactly the chart's container command: ["sh", "-c", <script>].
     return subprocess.Popen(["sh", "-c", SCRIPT.read_text()], env=env, stderr=subprocess.PIPE, text=True)
@@ -79,7 +87,7 @@ def sidecar(repo: Path, remote: Path, interval: int = 3600) -> subprocess.Popen:
 
 def one_round(repo: Path, remote: Path) -> dict:
     """Run the sidecar until it recorded a round, then stop it with SIGTERM; the recorded status."""
-    status_file = repo / ".git" / "gpufleet" / "push-status"
+    status_file = status_dir(repo) / "push-status"
     status_file.unlink(missing_ok=True)
     proc = sidecar(repo, remote)
     try:
@@ -91,7 +99,7 @@ def one_round(repo: Path, remote: Path) -> dict:
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
-    return publish.read_status(Git(repo), True)
+    return publish.read_status(Git(repo), True, status_dir(repo))
 
 
 @pytest.fixture
@@ -116,7 +124,8 @@ def test_missing_working_copy_continues_the_remote_history(pushing: Path, gitops
     assert tenant.phase == Phase.PROVISIONING
     assert next(c for c in tenant.conditions if c["type"] == "Ready")["reason"] == "AwaitingPush"
     # The remote's history is ours: its commits are ancestors of local main (a fast-forward push).
-    assert subprocess.run(["git", "-C", str(gitops_repo), "merge-base", "--is-ancestor", before, "HEAD"]).returncode == 0
+    ancestor = subprocess.run(["git", "-C", str(gitops_repo), "merge-base", "--is-ancestor", before, "HEAD"])
+    assert ancestor.returncode == 0
     assert (gitops_repo / "clusters" / "flux-system.yaml").exists()
 
     status = one_round(gitops_repo, pushing)
@@ -199,7 +208,7 @@ def test_sidecar_exits_on_sigterm_after_a_final_push(remote: Path, tmp_path: Pat
     Git(repo).ensure_repo(remote=str(remote))
     proc = sidecar(repo, remote, interval=3600)
     stopped.append(proc)
-    status_file = repo / ".git" / "gpufleet" / "push-status"
+    status_file = status_dir(repo) / "push-status"
     deadline = time.monotonic() + 30
     while not status_file.exists():
         assert proc.poll() is None and time.monotonic() < deadline

@@ -1,7 +1,9 @@
 # Publish the desired-state repository's main branch to the remote Flux or Argo CD watches, every
 # GPUFLEET_PUSH_INTERVAL seconds. The worker is the only writer of main; this loop fetches, checks and
-# pushes, and never forces. Each round it records what happened in .git/gpufleet/ (read by the worker:
-# infra/gitops/publish.py), so a publish that stopped is a status, not only a line on stderr:
+# pushes, and never forces; it never writes the repository (the chart mounts it read-only). Each round it
+# records what happened in GPUFLEET_PUSH_STATUS_DIR (default .git/gpufleet; in the chart a volume shared
+# with the worker, which reads it: infra/gitops/publish.py), so a stopped publish is a status, not only
+# a line on stderr:
 #   push-status  state=<ok|diverged|rejected|unreachable|waiting>, at=<epoch>, message=<text>
 #   last-push    "<epoch> <commit>" of the last successful push
 # Refuses to push when the remote branch is not an ancestor of local main (someone else wrote there,
@@ -12,7 +14,7 @@ repo="$GPUFLEET_GITOPS_REPO"
 url="$GPUFLEET_PUSH_URL"
 branch="${GPUFLEET_PUSH_BRANCH:-main}"
 interval="${GPUFLEET_PUSH_INTERVAL:-30}"
-state_dir="$repo/.git/gpufleet"
+state_dir="${GPUFLEET_PUSH_STATUS_DIR:-$repo/.git/gpufleet}"
 stopping=0
 
 record() {  # record <state> <message>
@@ -32,13 +34,12 @@ push_round() {
     record unreachable "cannot read $url: $(echo "$remote_heads" | tail -n 1)"
     return 0
   fi
-  if [ -n "$remote_heads" ]; then
-    if ! out=$(git -C "$repo" fetch --quiet --no-tags "$url" "+refs/heads/$branch:refs/gpufleet/remote" 2>&1); then
-      record unreachable "fetch from $url failed: $(echo "$out" | tail -n 1)"
-      return 0
-    fi
-    if ! git -C "$repo" merge-base --is-ancestor refs/gpufleet/remote "$head" 2>/dev/null; then
-      remote_sha=$(git -C "$repo" rev-parse refs/gpufleet/remote)
+  remote_sha=$(echo "$remote_heads" | cut -f1)
+  # The remote must be an ancestor of local main: a commit we do not even have means someone else wrote
+  # there (or our history was recreated); pushing would need a force that drops their commits.
+  if [ -n "$remote_sha" ]; then
+    if ! git -C "$repo" cat-file -e "$remote_sha^{commit}" 2>/dev/null ||
+      ! git -C "$repo" merge-base --is-ancestor "$remote_sha" "$head" 2>/dev/null; then
       record diverged "remote $branch ($remote_sha) is not an ancestor of local main ($head): not pushing; see docs/gitops.md"
       return 0
     fi

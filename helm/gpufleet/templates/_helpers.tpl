@@ -89,6 +89,12 @@ GPUFLEET_BACKEND: {{ $c.backend | quote }}
 GPUFLEET_VAR_DIR: {{ include "gpufleet.varDir" . | quote }}
 GPUFLEET_GITOPS_REPO: {{ printf "%s/gitops" (include "gpufleet.varDir" .) | quote }}
 GPUFLEET_GITOPS_AUTHOR: {{ $c.gitopsAuthor | quote }}
+{{- if .Values.gitops.push.enabled }}
+GPUFLEET_GITOPS_REMOTE: {{ .Values.gitops.push.url | quote }}
+GPUFLEET_GITOPS_REMOTE_BRANCH: {{ .Values.gitops.push.branch | quote }}
+GPUFLEET_GITOPS_PUSH: "true"
+GPUFLEET_GITOPS_PUSH_STATUS_DIR: "/var/run/gpufleet-push"
+{{- end }}
 GPUFLEET_REFERENCE_DIR: {{ $c.referenceDir | quote }}
 GPUFLEET_KUBERNETES_VERSION: {{ $c.kubernetesVersion | quote }}
 GPUFLEET_METRICS_URL: {{ $c.metricsUrl | quote }}
@@ -179,8 +185,18 @@ affinity:
 {{- if and (eq .Values.config.backend "gitops") (gt (int .Values.worker.replicas) 1) -}}
 {{- fail "worker.replicas must be 1 with the gitops backend: the worker is the GitOps repository's single writer (raise worker.concurrency instead)" -}}
 {{- end -}}
-{{- if and .Values.gitops.push.enabled (not .Values.gitops.push.url) -}}
+{{- $push := .Values.gitops.push -}}
+{{- if and $push.enabled (not $push.url) -}}
 {{- fail "gitops.push.url is required when gitops.push.enabled is true" -}}
+{{- end -}}
+{{- if and $push.enabled (eq (include "gpufleet.pushScheme" .) "ssh") (not $push.sshSecret) -}}
+{{- fail "gitops.push.sshSecret is required for an ssh gitops.push.url (a Secret with `identity` and `known_hosts`): without it every push fails" -}}
+{{- end -}}
+{{- if and $push.enabled (eq (include "gpufleet.pushScheme" .) "https") (not $push.httpsSecret) -}}
+{{- fail "gitops.push.httpsSecret is required for an https gitops.push.url (a Secret with `username` and `password`): without it every push fails" -}}
+{{- end -}}
+{{- if and $push.enabled (eq .Values.config.backend "kubernetes") -}}
+{{- fail "gitops.push.enabled needs config.backend=gitops (the kubernetes backend writes no repository)" -}}
 {{- end -}}
 {{- if and .Values.rbac.create (not .Values.serviceAccount.create) -}}
 {{- fail "rbac.create needs serviceAccount.create (the ClusterRole is bound to the chart's service account)" -}}
@@ -207,4 +223,46 @@ for GPUFLEET_VCLUSTER_CA_BUNDLE, a kubeconfig for GPUFLEET_KUBECONFIG, ...). */}
 {{- define "gpufleet.probeHost" -}}
 {{- $host := first (splitList "," (include "gpufleet.allowedHosts" .)) -}}
 {{- if eq $host "*" -}}localhost{{- else -}}{{- trimPrefix "." $host -}}{{- end -}}
+{{- end -}}
+
+{{/* "ssh" or "https": how gitops.push.url is reached (the schema allows nothing else). */}}
+{{- define "gpufleet.pushScheme" -}}
+{{- if hasPrefix "https://" .Values.gitops.push.url -}}https{{- else -}}ssh{{- end -}}
+{{- end -}}
+
+{{/* Credentials for the GitOps remote, for the worker (initialises a lost working copy from it) and the
+push sidecar: an SSH identity from a mounted Secret, or an https token through a credential helper that
+reads the environment (nothing on disk). */}}
+{{- define "gpufleet.gitRemoteEnv" -}}
+{{- $push := .Values.gitops.push -}}
+{{- if $push.enabled -}}
+{{- if eq (include "gpufleet.pushScheme" .) "ssh" }}
+- name: GIT_SSH_COMMAND
+  value: ssh -i /etc/gpufleet/git-ssh/identity -o IdentitiesOnly=yes -o UserKnownHostsFile=/etc/gpufleet/git-ssh/known_hosts -o StrictHostKeyChecking=yes
+{{- else }}
+- name: GPUFLEET_GIT_USERNAME
+  valueFrom:
+    secretKeyRef: {name: {{ $push.httpsSecret }}, key: username}
+- name: GPUFLEET_GIT_PASSWORD
+  valueFrom:
+    secretKeyRef: {name: {{ $push.httpsSecret }}, key: password}
+- name: GIT_CONFIG_COUNT
+  value: "1"
+- name: GIT_CONFIG_KEY_0
+  value: credential.helper
+- name: GIT_CONFIG_VALUE_0
+  value: '!f() { echo "username=${GPUFLEET_GIT_USERNAME}"; echo "password=${GPUFLEET_GIT_PASSWORD}"; }; f'
+{{- end }}
+{{- end }}
+{{- end -}}
+{{- define "gpufleet.gitRemoteMount" -}}
+{{- if .Values.gitops.push.enabled }}
+- name: push-status
+  mountPath: /var/run/gpufleet-push
+{{- end }}
+{{- if and .Values.gitops.push.enabled .Values.gitops.push.sshSecret }}
+- name: git-ssh
+  mountPath: /etc/gpufleet/git-ssh
+  readOnly: true
+{{- end }}
 {{- end -}}

@@ -176,6 +176,8 @@ GPUFLEET_GITOPS_AUTHOR = env("GPUFLEET_GITOPS_AUTHOR", "gpufleet <gpufleet@local
 GPUFLEET_GITOPS_REMOTE = env("GPUFLEET_GITOPS_REMOTE", "") or ""
 GPUFLEET_GITOPS_REMOTE_BRANCH = env("GPUFLEET_GITOPS_REMOTE_BRANCH", "main") or "main"
 GPUFLEET_GITOPS_PUSH = env_bool("GPUFLEET_GITOPS_PUSH", False)
+# Where the push sidecar records its rounds (helm/gpufleet/files/gitops-push.sh); "" = <repo>/.git/gpufleet.
+GPUFLEET_GITOPS_PUSH_STATUS_DIR = env("GPUFLEET_GITOPS_PUSH_STATUS_DIR", "") or ""
 # Upstream schemas (CRDs, vCluster values schema) used to validate rendered manifests before apply.
 GPUFLEET_REFERENCE_DIR = env("GPUFLEET_REFERENCE_DIR", str(REPO_DIR.parent / "shared" / "reference"))
 GPUFLEET_KUBERNETES_VERSION = env("GPUFLEET_KUBERNETES_VERSION", "1.33")
