@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db import models
+
+from gpufleet import clock
 
 
 class SyncRun(models.Model):
@@ -45,6 +48,22 @@ class SyncRun(models.Model):
             return None
         return (self.finished - self.started).total_seconds()
 
+    @property
+    def push(self) -> dict[str, Any]:
+        """The push sidecar's last round as the worker saw it at the end of this run ({} without push)."""
+        return dict(self.repository.get("push") or {}) if self.repository else {}
+
+    @property
+    def last_push_at(self) -> datetime | None:
+        epoch = self.push.get("last_success_epoch")
+        return datetime.fromtimestamp(int(epoch), UTC) if epoch else None
+
+    @property
+    def last_push_age_seconds(self) -> float | None:
+        """Seconds since the last successful push, now (a publish that stopped grows this)."""
+        at = self.last_push_at
+        return None if at is None else max(0.0, (clock.now() - at).total_seconds())
+
     def as_status(self) -> dict[str, Any]:
         return {
             "id": self.pk,
@@ -60,4 +79,6 @@ class SyncRun(models.Model):
             "drifted": list(self.drifted),
             "errors": list(self.errors),
             "repository": dict(self.repository),
+            "last_push_at": self.last_push_at.isoformat() if self.last_push_at else None,
+            "last_push_age_seconds": self.last_push_age_seconds,
         }
