@@ -33,7 +33,8 @@ class SyncRun(models.Model):
     errors = models.JSONField(default=list, blank=True)
     # The GitOps repository's condition after the pass (infra.gitops.health) and the push sidecar's
     # last result: {"status", "reason", "message", "head", "push": {...}}; {} for other backends.
-    repository = models.JSONField(default=dict, blank=True)
+    # Nullable: the previous release's pods insert runs without it during an upgrade (expand/contract).
+    repository = models.JSONField(default=dict, blank=True, null=True)
 
     class Meta:
         ordering = ["-started", "-id"]
@@ -51,7 +52,7 @@ class SyncRun(models.Model):
     @property
     def push(self) -> dict[str, Any]:
         """The push sidecar's last round as the worker saw it at the end of this run ({} without push)."""
-        return dict(self.repository.get("push") or {}) if self.repository else {}
+        return dict((self.repository or {}).get("push") or {})
 
     @property
     def last_push_at(self) -> datetime | None:
@@ -78,7 +79,7 @@ class SyncRun(models.Model):
             "drift_count": self.drift_count,
             "drifted": list(self.drifted),
             "errors": list(self.errors),
-            "repository": dict(self.repository),
+            "repository": dict(self.repository or {}),
             "last_push_at": self.last_push_at.isoformat() if self.last_push_at else None,
             "last_push_age_seconds": self.last_push_age_seconds,
         }

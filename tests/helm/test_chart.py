@@ -126,7 +126,7 @@ def test_migrate_is_a_pre_install_and_pre_upgrade_hook_with_the_configmap_settin
     assert "before-hook-creation" in annotations["helm.sh/hook-delete-policy"]
     spec = job["spec"]["template"]["spec"]
     container = spec["containers"][0]
-    assert container["command"] + container["args"] == ["gpufleet", "migrate", "--noinput"]
+    assert container["command"] + container["args"] == ["gpufleet", "migrate", "--noinput", "--lock-timeout=270"]
     # A pre-install hook runs before the ConfigMap and ServiceAccount exist: nothing may refer to them.
     assert "envFrom" not in container
     assert spec["serviceAccountName"] == "default"
