@@ -214,6 +214,12 @@ def test_worker_answers_its_liveness_probe(rendered, secret, tmp_path):
         wrong = subprocess.run(probe, env={**env, "HOSTNAME": "no-such-pod"}, capture_output=True, text=True,
                                timeout=60)
         assert wrong.returncode != 0
+        # Redis down: the probe must not fail (every worker pod would be restarted at once, for nothing).
+        down = f"redis://127.0.0.1:{free_port()}/0"
+        broker_down = subprocess.run(probe, env={**probe_env, "CELERY_BROKER_URL": down}, capture_output=True,
+                                     text=True, timeout=60)
+        assert broker_down.returncode == 0, broker_down.stdout + broker_down.stderr
+        assert "broker unreachable" in broker_down.stdout
     finally:
         process.stop()
 

@@ -147,9 +147,11 @@ securityContext:
   {{- toYaml .Values.podSecurityContext | nindent 2 }}
 {{- end -}}
 
-{{/* Roll pods when the non-secret settings change. */}}
+{{/* Roll pods when the non-secret settings change, or when the operator bumps secrets.version after a
+rotation (the chart never reads the Secret, so it cannot notice the new values by itself). */}}
 {{- define "gpufleet.configChecksum" -}}
 checksum/config: {{ include "gpufleet.configEnv" . | sha256sum }}
+checksum/secret: {{ printf "%s/%s/%s" .Values.secrets.existingSecret .Values.secrets.version (toJson .Values.secrets.keys) | sha256sum }}
 {{- end -}}
 
 {{/* Scheduling knobs of one component: pass the component's values. */}}
@@ -165,6 +167,25 @@ tolerations:
 {{- with .affinity }}
 affinity:
   {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* topologySpreadConstraints of one component: pass (dict "root" $ "component" "web" "values" $web
+"default" bool); each constraint without a labelSelector gets the component's pod labels. */}}
+{{- define "gpufleet.topologySpread" -}}
+{{- $constraints := .values.topologySpreadConstraints | default list -}}
+{{- if and (not $constraints) .default -}}
+{{- $constraints = list (dict "maxSkew" 1 "topologyKey" "kubernetes.io/hostname" "whenUnsatisfiable" "ScheduleAnyway") -}}
+{{- end -}}
+{{- if $constraints }}
+topologySpreadConstraints:
+{{- range $constraints }}
+{{- $c := deepCopy . -}}
+{{- if not $c.labelSelector -}}
+{{- $_ := set $c "labelSelector" (dict "matchLabels" (include "gpufleet.selectorLabels" (dict "root" $.root "component" $.component) | fromYaml)) -}}
+{{- end }}
+- {{- toYaml $c | nindent 2 }}
+{{- end }}
 {{- end }}
 {{- end -}}
 

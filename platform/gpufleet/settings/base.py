@@ -162,6 +162,11 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# No task runs forever: a hung git, API or database call is interrupted (soft: SoftTimeLimitExceeded, which
+# the task may catch to record its state), then killed (hard). A fleet pass over thousands of tenants is
+# the longest task (benchmarks/reconcile.py); both are settable per deployment.
+CELERY_TASK_SOFT_TIME_LIMIT = int(env("CELERY_TASK_SOFT_TIME_LIMIT", "1500") or 1500)
+CELERY_TASK_TIME_LIMIT = int(env("CELERY_TASK_TIME_LIMIT", "1800") or 1800)
 GPUFLEET_RECONCILE_ALL_SECONDS = int(env("GPUFLEET_RECONCILE_ALL_SECONDS", "300") or 300)
 # Fleet sync (scheduling.sync_fleet): re-apply everything, repair and count drift, record a SyncRun.
 GPUFLEET_SYNC_FLEET_SECONDS = int(env("GPUFLEET_SYNC_FLEET_SECONDS", "600") or 600)

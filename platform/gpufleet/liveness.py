@@ -1,0 +1,51 @@
+"""Worker liveness probe: `python -m gpufleet.liveness` (the chart's exec probe).
+
+A plain `celery inspect ping` goes through the broker, so while Redis is down it fails in every worker
+pod at once and the kubelet restarts them all -- which cannot bring Redis back, loses in-flight work and
+turns a broker blip into a restart storm. This probe first asks whether the broker answers at all:
+
+- broker unreachable -> exit 0 ("not this pod's fault"; the worker reconnects by itself, and the
+  broker's own probes and alerts are where that outage shows);
+- broker reachable and this pod's node answers the ping -> exit 0;
+- broker reachable and this node does not answer -> exit 1 (a wedged worker: restart it).
+
+The node is `celery@$HOSTNAME` (a pod's HOSTNAME is its name, which Celery uses as the node name).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+
+
+def broker_reachable(app, timeout: float) -> tuple[bool, str]:  # type: ignore[no-untyped-def]
+    try:
+        with app.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1, interval_start=0, interval_step=0, timeout=timeout)
+    except Exception as exc:  # kombu raises OperationalError and socket errors alike
+        return False, f"{type(exc).__name__}: {exc}"
+    return True, ""
+
+
+def main(timeout: float = 10.0) -> int:
+    from gpufleet.celery import app
+
+    node = f"celery@{os.environ.get('HOSTNAME') or socket.gethostname()}"
+    reachable, why = broker_reachable(app, timeout)
+    if not reachable:
+        print(f"liveness: broker unreachable ({why}); not restarting {node} for it")
+        return 0
+    replies = app.control.ping(destination=[node], timeout=timeout)
+    if any(node in reply for reply in replies):
+        print(f"liveness: {node}: pong")
+        return 0
+    print(f"liveness: {node} did not answer a ping through a reachable broker", file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    import django
+
+    django.setup()
+    sys.exit(main(float(os.environ.get("GPUFLEET_LIVENESS_TIMEOUT", "10"))))
