@@ -7,14 +7,16 @@ it twice, late or concurrently (serialised by a per-tenant lock) is harmless.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 
 from django.db import transaction
 
 from gpufleet import clock
 from gpufleet.audit.record import record
+from gpufleet.observability import metrics
 from infra.backend import ApplyResult, Backend
-from infra.errors import AwaitingPublication, PermanentError, TransientError
+from infra.errors import AwaitingPublication, InfraError, PermanentError, TransientError
 from infra.manifests import digest, ref
 
 from . import secrets
@@ -95,6 +97,26 @@ def _merge_condition(conditions: list[dict], new: dict) -> list[dict]:
 
 
 def reconcile_tenant(
+    tenant_id: int, backend: Backend | None = None, *, ctx: RenderContext | None = None,
+    view: TenantView | None = None,
+) -> Outcome:
+    """Reconcile one tenant (`_reconcile_tenant`), timed by outcome for `/metrics`."""
+    started = time.perf_counter()
+    try:
+        outcome = _reconcile_tenant(tenant_id, backend, ctx=ctx, view=view)
+    except InfraError as exc:
+        reason = exc.reason or type(exc).__name__
+        metrics.observe_reconcile(f"error:{reason}", time.perf_counter() - started, reason)
+        raise
+    except Exception:
+        metrics.observe_reconcile("error:Exception", time.perf_counter() - started, "Exception")
+        raise
+    failed = outcome.phase == Phase.FAILED or bool(outcome.problems)
+    metrics.observe_reconcile(str(outcome.phase), time.perf_counter() - started, "Failed" if failed else "")
+    return outcome
+
+
+def _reconcile_tenant(
     tenant_id: int, backend: Backend | None = None, *, ctx: RenderContext | None = None,
     view: TenantView | None = None,
 ) -> Outcome:

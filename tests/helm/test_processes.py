@@ -92,6 +92,7 @@ def pod_env(rendered: Rendered, container: dict[str, Any], secret: dict[str, str
         "GPUFLEET_GITOPS_REPO": str(var_dir / "gitops"),
         "GPUFLEET_REFERENCE_DIR": str(REFERENCE_DIR),
         "HOME": str(var_dir),
+        "PROMETHEUS_MULTIPROC_DIR": str(var_dir),  # the pod's /tmp emptyDir
         # A queue of its own, so the worker started here takes no other suite's task from a shared broker.
         "CELERY_TASK_DEFAULT_QUEUE": f"helm-test-{os.getpid()}",
         "PATH": f"{VENV_BIN}:/usr/local/bin:/usr/bin:/bin",
@@ -178,6 +179,9 @@ def test_web_serves_the_probe_path_for_the_probe_host(rendered, secret, migrated
             answer = requests.get(f"http://127.0.0.1:{port}{probe['path']}", headers=headers, timeout=10,
                                   allow_redirects=False)
             assert 200 <= answer.status_code < 400, answer.text[:500]  # the kubelet's success range
+        # /metrics in gunicorn's multiprocess mode (PROMETHEUS_MULTIPROC_DIR from the ConfigMap).
+        scraped = requests.get(f"http://127.0.0.1:{port}/metrics", headers=headers, timeout=10)
+        assert scraped.status_code == 200 and "gpufleet_http_request_duration_seconds_count" in scraped.text
         # `helm test`'s pod command, pointed at this gunicorn instead of the Service.
         check = rendered.get("Pod", "gpufleet-test-web")["spec"]["containers"][0]
         check_env = {e["name"]: e["value"] for e in check["env"]}

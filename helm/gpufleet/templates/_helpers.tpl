@@ -100,6 +100,9 @@ GPUFLEET_KUBERNETES_VERSION: {{ $c.kubernetesVersion | quote }}
 GPUFLEET_METRICS_URL: {{ $c.metricsUrl | quote }}
 GPUFLEET_OPENBAO_ADDR: {{ $c.openbaoAddr | quote }}
 LOG_LEVEL: {{ $c.logLevel | quote }}
+LOG_FORMAT: "json"
+# gunicorn's and Celery's processes write their metric samples here; a scrape merges them (the emptyDir /tmp).
+PROMETHEUS_MULTIPROC_DIR: "/tmp"
 PYTHONDONTWRITEBYTECODE: "1"
 PYTHONUNBUFFERED: "1"
 HOME: "/tmp"

@@ -38,6 +38,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: times every request, including the ones later middleware answers (redirects, 403s).
+    "gpufleet.observability.metrics.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Static files straight from the app: production needs no extra web server or collectstatic step.
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -235,9 +237,15 @@ GPUFLEET_BUSINESS_TIMEZONE = env("GPUFLEET_BUSINESS_TIMEZONE", "UTC")
 GPUFLEET_KARPENTER_NODE_CLASS_GROUP = env("GPUFLEET_KARPENTER_NODE_CLASS_GROUP", "karpenter.k8s.aws")
 GPUFLEET_KARPENTER_NODE_CLASS_KIND = env("GPUFLEET_KARPENTER_NODE_CLASS_KIND", "EC2NodeClass")
 
+# /metrics answers requests that came through a proxy (X-Forwarded-For) only when this is set.
+GPUFLEET_METRICS_PUBLIC = env_bool("GPUFLEET_METRICS_PUBLIC", False)
+# LOG_FORMAT=json: one JSON object per line with the request id (gpufleet/observability/logs.py).
+LOG_FORMAT = env("LOG_FORMAT", "text")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {"json": {"()": "gpufleet.observability.logs.JsonFormatter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler",
+                             **({"formatter": "json"} if LOG_FORMAT == "json" else {})}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
 }
