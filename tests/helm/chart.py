@@ -59,11 +59,23 @@ def helm() -> Any:
     return helm_python
 
 
-def render(values: dict[str, Any] | None = None, *, upgrade: bool = False, revision: int = 1) -> Rendered:
+# The chart requires an image reference with its registry (no implicit default): tests that do not care
+# about the image get this one, merged under their values (`with_image`); None leaves it unset.
+TEST_IMAGE = "registry.example.com/platform/gpufleet"
+
+
+def with_image(values: dict[str, Any] | None) -> dict[str, Any]:
+    merged = copy.deepcopy(values) if values else {}
+    merged.setdefault("image", {}).setdefault("repository", TEST_IMAGE)
+    return merged
+
+
+def render(values: dict[str, Any] | None = None, *, upgrade: bool = False, revision: int = 1,
+           image: bool = True) -> Rendered:
     h = helm()
     with h.Chart.load(str(CHART)) as chart:
         out = chart.render(
-            copy.deepcopy(values) if values else None,
+            with_image(values) if image else (copy.deepcopy(values) if values else None),
             name=RELEASE, namespace=NAMESPACE, revision=revision, is_install=not upgrade, is_upgrade=upgrade,
         )
     objects = []
@@ -77,7 +89,7 @@ def render(values: dict[str, Any] | None = None, *, upgrade: bool = False, revis
 
 
 def lint(values: dict[str, Any] | None = None) -> dict[str, Any]:
-    return helm().lint(str(CHART), copy.deepcopy(values) if values else None, strict=True, namespace=NAMESPACE,
+    return helm().lint(str(CHART), with_image(values), strict=True, namespace=NAMESPACE,
                        kube_version="v1.33.0")
 
 

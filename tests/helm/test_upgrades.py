@@ -34,3 +34,21 @@ def test_migrate_deadline_is_under_the_guides_helm_timeout_and_finished_jobs_exp
     args = containers(job)[0]["args"]
     lock_timeout = float(next(a for a in args if a.startswith("--lock-timeout=")).split("=", 1)[1])
     assert 0 < lock_timeout < deadline  # a waiting second Job fails by itself, before Kubernetes kills it
+
+
+def test_the_image_is_an_explicit_reference_with_digest_support() -> None:
+    import pytest
+
+    from .chart import helm
+
+    with pytest.raises(helm().HelmError) as caught:
+        render(None, image=False)
+    assert "image.repository is required" in str(caught.value)
+    with pytest.raises(helm().HelmError):
+        render({"image": {"repository": "gpufleet"}})  # no registry host: refused by the schema
+    digest = "sha256:" + "ab" * 32
+    rendered = render({"image": {"repository": "registry.example.com/platform/gpufleet", "digest": digest,
+                                 "tag": "ignored"}})
+    images = {c["image"] for o in rendered.objects if o["kind"] in ("Deployment", "Job")
+              for c in containers(o)}
+    assert images == {f"registry.example.com/platform/gpufleet@{digest}"}

@@ -40,7 +40,14 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
 {{- define "gpufleet.image" -}}
+{{- if not .Values.image.repository -}}
+{{- fail "image.repository is required: the image built from this repository's Dockerfile, with its registry host (e.g. registry.example.com/platform/gpufleet)" -}}
+{{- end -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
 {{- end -}}
 
 {{/* Where the worker keeps the GitOps working copy (GPUFLEET_VAR_DIR); the repository is a folder in it. */}}
