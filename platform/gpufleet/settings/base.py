@@ -107,16 +107,12 @@ OIDC_RP_SIGN_ALGO = env("OIDC_RP_SIGN_ALGO", "RS256")
 OIDC_RP_SCOPES = env("OIDC_RP_SCOPES", "openid email profile groups")
 
 
-def oidc_endpoints(issuer: str) -> dict[str, str]:
-    """Endpoints of the provider; each may be overridden (defaults follow node oidc-provider's paths)."""
-    issuer = issuer.rstrip("/")
-    return {
-        "OIDC_OP_AUTHORIZATION_ENDPOINT": env("OIDC_OP_AUTHORIZATION_ENDPOINT", f"{issuer}/auth"),
-        "OIDC_OP_TOKEN_ENDPOINT": env("OIDC_OP_TOKEN_ENDPOINT", f"{issuer}/token"),
-        "OIDC_OP_USER_ENDPOINT": env("OIDC_OP_USER_ENDPOINT", f"{issuer}/me"),
-        "OIDC_OP_JWKS_ENDPOINT": env("OIDC_OP_JWKS_ENDPOINT", f"{issuer}/jwks"),
-        "OIDC_OP_LOGOUT_ENDPOINT": env("OIDC_OP_LOGOUT_ENDPOINT", f"{issuer}/session/end"),
-    }
+def oidc_endpoints(issuer: str) -> dict[str, object]:
+    """Endpoints of the provider from its discovery document (lazy; see settings/oidc_discovery.py); each
+    may be overridden with its OIDC_OP_*_ENDPOINT variable."""
+    from .oidc_discovery import endpoints
+
+    return endpoints(issuer, env)
 
 
 globals().update(oidc_endpoints(OIDC_OP_ISSUER))
