@@ -26,7 +26,7 @@ from tenants.models import Phase, Tenant
 from tests.support import factories
 from tests.support.services import missing, need_binary, need_reference
 
-from .helpers import git, status
+from tests.gitops.helpers import git, status
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
