@@ -23,10 +23,9 @@ from scheduling.sync import sync_fleet
 from tenants import actions, reconcile
 from tenants.fleet import reconcile_fleet
 from tenants.models import Phase, Tenant
+from tests.gitops.helpers import git, status
 from tests.support import factories
 from tests.support.services import missing, need_binary, need_reference
-
-from tests.gitops.helpers import git, status
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

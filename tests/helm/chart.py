@@ -103,3 +103,17 @@ def default_values() -> dict[str, Any]:
 
 def chart_path() -> Path:
     return CHART
+
+
+def guide_install_values() -> dict[str, Any]:
+    """The values of the `helm upgrade --install` command in docs/operator-guide.md, parsed by Helm's own
+    --set parser: the tests that run the containers use exactly what the guide tells an operator to type."""
+    import shlex
+
+    guide = (REPO / "docs" / "operator-guide.md").read_text()
+    section = guide.split("## Deploying gpufleet with Helm", 1)[1].split("### Install", 1)[1]
+    command = section.split("```sh", 1)[1].split("```", 1)[0].replace("\\\n", " ")
+    words = shlex.split(command)
+    assert words[:3] == ["helm", "upgrade", "--install"], words[:3]
+    sets = [words[i + 1] for i, word in enumerate(words) if word == "--set"]
+    return dict(helm().parse_set_string(",".join(sets)))

@@ -28,14 +28,17 @@ import requests
 from infra.gitops.git import Git
 from tests.support.services import REFERENCE_DIR, REPO, free_port, missing, need_binary, port_open, wait_for
 
-from .chart import PRODUCTION_VALUES, Rendered, containers, render
+from .chart import Rendered, containers, guide_install_values, render
 
 VENV_BIN = Path(os.environ.get("VIRTUAL_ENV", REPO / ".venv")) / "bin"
 
 
 @pytest.fixture(scope="module")
 def rendered() -> Rendered:
-    return render(PRODUCTION_VALUES)
+    """The chart rendered with the operator guide's own install command (docs/operator-guide.md)."""
+    values = guide_install_values()
+    assert values["gitops"]["push"]["enabled"] is True and values["image"]["repository"]
+    return render(values)
 
 
 @pytest.fixture(scope="module")
