@@ -99,9 +99,11 @@ class GitOpsBackend:
         self.push_status_dir = push_status_dir  # where the sidecar records its rounds ("" -> .git/gpufleet)
         # Inside `batch()`: owner folders written but not yet committed, and their summaries.
         self._batch: dict[str, Plan] | None = None
-        # Lock-free `in_sync` checks share one `git status` of the whole repository (reset whenever
-        # this instance releases the writer lock: someone else may write after that).
-        self._repo_state: tuple[bool, frozenset[str]] | None = None
+        # One `git status` of the whole repository serves every plan and `in_sync` check until git's
+        # committed state moves (HEAD, main: see `_fingerprint`); a failed write clears it. So a fleet
+        # pass or a batch of 250 tenants costs one status, not one per tenant (benchmarks/reconcile.py).
+        self._status_cache: tuple[tuple[object, ...], bool, frozenset[str]] | None = None
+        self._verified: tuple[object, ...] | None = None  # HEAD/main fingerprint last verified
 
     @contextmanager
     def locked(self) -> Iterator[None]:
@@ -119,39 +121,74 @@ class GitOpsBackend:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:
                 self.git.ensure_repo(remote=self.remote, remote_branch=self.remote_branch)
-                health.repair(self.git)
+                health.repair_index_lock(self.git)
+                if self._fingerprint() != self._verified:  # main is checked again only when it moved
+                    health.repair_main(self.git)
+                    self._verified = self._fingerprint()
                 if self._batch is None:
                     self._commit_interrupted_batch()
                 yield
             except OSError as exc:
+                self._forget()
                 raise health.unwritable(exc, "writing the desired state") from exc
             except PermanentError as exc:
+                self._forget()
                 classified = health.classify_git_failure(exc)
                 if classified is exc:
                     raise
                 raise classified from exc
+            except BaseException:
+                self._forget()  # a write may have happened without its commit: ask git again next time
+                raise
             finally:
-                self._repo_state = None
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
     # --- what is committed -------------------------------------------------------------------------
 
-    def _uncommitted(self, pathspec: str | None = None) -> set[str]:
+    def _uncommitted(self, *pathspecs: str) -> set[str]:
         """Repo paths whose work tree or index differs from HEAD (edited, added, deleted, staged)."""
         args = ["status", "--porcelain", "-z", "--untracked-files=all", "--no-renames"]
-        out = self.git.run(*args, *(["--", pathspec] if pathspec else []))
+        out = self.git.run(*args, *(["--", *pathspecs] if pathspecs else []))
         return {entry[3:] for entry in out.split("\0") if len(entry) > 3}
 
+    def _forget(self) -> None:
+        self._status_cache = None
+        self._verified = None
+
+    def _fingerprint(self) -> tuple[object, ...]:
+        """What the committed state hangs on: HEAD, main (loose or packed), and a lock in progress.
+
+        Not the index: `git status` itself rewrites it (stat cache, untracked cache). What the index could
+        add -- something staged but not committed -- is either our own failed write (which clears the cache,
+        `_forget`) or a hand edit whose bytes the plan compares anyway."""
+        git_dir = self.git.git_dir()
+
+        def read(path: Path) -> object:
+            try:
+                return path.read_bytes()
+            except OSError:
+                return None
+
+        def stamp(path: Path) -> object:
+            try:
+                st = path.stat()
+            except OSError:
+                return None
+            return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+        return (read(git_dir / "HEAD"), read(git_dir / "refs" / "heads" / "main"), stamp(git_dir / "packed-refs"),
+                (git_dir / "index.lock").exists())
+
     def _repo_view(self) -> tuple[bool, frozenset[str]]:
-        """(HEAD is a commit on main, uncommitted paths) for lock-free checks; cached, see __init__."""
-        if self._repo_state is None:
-            if not (self.path / ".git").is_dir():
-                self._repo_state = (False, frozenset())
-            else:
-                on_main = health.head_target(self.git) == "refs/heads/main"
-                ok = on_main and self.git.ref_exists("refs/heads/main")
-                self._repo_state = (ok, frozenset(self._uncommitted()))
-        return self._repo_state
+        """(HEAD is a commit on main, paths that differ from HEAD), cached while `_fingerprint` holds."""
+        if not (self.path / ".git").is_dir():
+            return (False, frozenset())
+        fingerprint = self._fingerprint()
+        if self._status_cache is None or self._status_cache[0] != fingerprint:
+            on_main = health.head_target(self.git) == "refs/heads/main"
+            ok = on_main and self.git.ref_exists("refs/heads/main")
+            self._status_cache = (fingerprint, ok, frozenset(self._uncommitted()))
+        return self._status_cache[1], self._status_cache[2]
 
     @staticmethod
     def _names_in(own: Owner, paths: set[str] | frozenset[str]) -> set[str]:
@@ -160,7 +197,13 @@ class GitOpsBackend:
 
     def _verify_committed(self, paths: list[str]) -> None:
         """After a commit: nothing of `paths` may differ from HEAD, or the commit did not record it."""
-        left = sorted(p for path in paths for p in self._uncommitted(path))
+        left = sorted(self._uncommitted(*paths)) if paths else []  # one status for all of them
+        if not left and self._status_cache is not None:
+            # These paths now equal HEAD (a write that restored HEAD's bytes commits nothing and leaves
+            # main where it was, so the cached status would still list them): drop them from it.
+            fingerprint, ok, dirty = self._status_cache
+            prefixes = tuple(f"{path.rstrip('/')}/" for path in paths)
+            self._status_cache = (fingerprint, ok, frozenset(d for d in dirty if not d.startswith(prefixes)))
         if left:
             raise health.RepositoryBroken(
                 f"after committing, {len(left)} paths still differ from HEAD (e.g. {left[0]}): "
@@ -231,7 +274,7 @@ class GitOpsBackend:
         existing = self._existing(self.path / own.path)
         written = self.written(own)
         if uncommitted is None:
-            uncommitted = self._names_in(own, self._uncommitted(own.path))
+            uncommitted = self._names_in(own, self._repo_view()[1])
         plan = Plan(own, desired)
         for name in sorted(desired.keys() | existing.keys() | uncommitted):
             want, have = desired.get(name), existing.get(name)
