@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
+from pathlib import Path
 
 
 def broker_reachable(app, timeout: float) -> tuple[bool, str]:  # type: ignore[no-untyped-def]
@@ -26,6 +27,24 @@ def broker_reachable(app, timeout: float) -> tuple[bool, str]:  # type: ignore[n
     except Exception as exc:  # kombu raises OperationalError and socket errors alike
         return False, f"{type(exc).__name__}: {exc}"
     return True, ""
+
+
+def push_summary() -> str:
+    """The GitOps publish state as this worker sees it (informational: a stopped publish is not a reason to
+    restart the worker, so it never fails the probe; `kubectl exec ... python -m gpufleet.liveness` shows it)."""
+    from django.conf import settings
+
+    if not (settings.GPUFLEET_GITOPS_PUSH and settings.GPUFLEET_GITOPS_REMOTE):
+        return "gitops push: disabled"
+    from gpufleet import clock
+    from infra.gitops import publish
+    from infra.gitops.git import Git
+
+    repo = Git(Path(settings.GPUFLEET_GITOPS_REPO))
+    status = publish.read_status(repo, True, settings.GPUFLEET_GITOPS_PUSH_STATUS_DIR)
+    last = status["last_success_epoch"]
+    age = f"{clock.now().timestamp() - int(last):.0f}s ago" if last else "never"  # type: ignore[call-overload]
+    return f"gitops push: last round {status['state']}, last successful push {age}"
 
 
 def main(timeout: float = 10.0) -> int:
@@ -38,7 +57,7 @@ def main(timeout: float = 10.0) -> int:
         return 0
     replies = app.control.ping(destination=[node], timeout=timeout)
     if any(node in reply for reply in replies):
-        print(f"liveness: {node}: pong")
+        print(f"liveness: {node}: pong; {push_summary()}")
         return 0
     print(f"liveness: {node} did not answer a ping through a reachable broker", file=sys.stderr)
     return 1

@@ -117,3 +117,19 @@ def test_the_request_id_reaches_the_log_of_a_real_request(client, caplog, settin
         logger.removeHandler(handler)
     assert response.status_code == 404 and response["X-Request-Id"] == "trace-abc"
     assert any(json.loads(line).get("request_id") == "trace-abc" for line in lines), lines
+
+
+def test_the_worker_health_output_shows_the_last_push(settings, tmp_path: Path) -> None:
+    from gpufleet.liveness import push_summary
+
+    assert push_summary() == "gitops push: disabled"
+    settings.GPUFLEET_GITOPS_PUSH, settings.GPUFLEET_GITOPS_REMOTE = True, str(tmp_path / "remote.git")
+    settings.GPUFLEET_GITOPS_PUSH_STATUS_DIR = str(tmp_path / "push")
+    assert push_summary() == "gitops push: last round never, last successful push never"
+    (tmp_path / "push").mkdir()
+    pushed = int(clock.now().timestamp()) - 120
+    (tmp_path / "push" / "last-push").write_text(f"{pushed} {'c' * 40}\n")
+    (tmp_path / "push" / "push-status").write_text(f"state=rejected\nat={pushed + 60}\nmessage=hook\n")
+    summary = push_summary()
+    assert summary.startswith("gitops push: last round rejected, last successful push 1")
+    assert 115 <= int(summary.rsplit(" ", 2)[-2].rstrip("s")) <= 200
