@@ -39,6 +39,9 @@ PRUNE_KINDS: tuple[tuple[str, str], ...] = tuple((api_version, kind) for api_ver
 # What the backend does to those kinds: server-side apply (PATCH; creating through apply also needs
 # `create`), get one, list by owner label (prune), delete (prune). No update (PUT), no watch.
 APPLY_VERBS = ("get", "list", "create", "patch", "delete")
+# Resources gpufleet only reads, never writes or prunes: (API group, plural). `get`/`list` only, e.g. for a
+# diagnostic command that inspects the components' configuration. Empty while nothing reads the cluster.
+READ_ONLY_RESOURCES: tuple[tuple[str, str], ...] = ()
 # The only Secret gpufleet reads (tenants/secrets.py): vCluster's admin kubeconfig in each tenant
 # namespace, for the OpenBao Kubernetes auth; `get` by name, nothing else on Secrets.
 READ_SECRET_NAMES = ("vc-vcluster",)
@@ -51,6 +54,11 @@ def cluster_role_rules() -> list[dict[str, list[str]]]:
         groups.setdefault(api_version.rpartition("/")[0], set()).add(plural)
     rules = [{"apiGroups": [group], "resources": sorted(plurals), "verbs": list(APPLY_VERBS)}
              for group, plurals in sorted(groups.items())]
+    read: dict[str, set[str]] = {}
+    for group, plural in READ_ONLY_RESOURCES:
+        read.setdefault(group, set()).add(plural)
+    rules += [{"apiGroups": [group], "resources": sorted(plurals), "verbs": ["get", "list"]}
+              for group, plurals in sorted(read.items())]
     rules.append({"apiGroups": [""], "resources": ["secrets"], "resourceNames": list(READ_SECRET_NAMES),
                   "verbs": ["get"]})
     return rules

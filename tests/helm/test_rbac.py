@@ -57,3 +57,14 @@ def test_a_full_demo_fleet_renders_exactly_the_listed_kinds(gitops_repo: Path, e
         if ".git" not in path.parts and (obj := yaml.safe_load(path.read_text())):
             kinds.add((obj["apiVersion"], obj["kind"]))
     assert kinds == set(PRUNE_KINDS)
+
+
+def test_read_only_resources_get_only_get_and_list(monkeypatch) -> None:
+    from infra.kube import resources
+
+    read_only = (("", "nodes"), ("apiextensions.k8s.io", "customresourcedefinitions"))
+    monkeypatch.setattr(resources, "READ_ONLY_RESOURCES", read_only)
+    rules = resources.cluster_role_rules()
+    assert {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]} in rules
+    assert {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"],
+            "verbs": ["get", "list"]} in rules
