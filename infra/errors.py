@@ -6,6 +6,9 @@ from __future__ import annotations
 class InfraError(Exception):
     """Base class for adapter failures."""
 
+    # The reason a status condition shows for this failure ("" -> the reconciler's generic one).
+    reason: str = ""
+
 
 class TransientError(InfraError):
     """Worth retrying: a conflict, throttling, a 5xx or a timeout. `delay` is a hint in seconds."""
@@ -17,3 +20,9 @@ class TransientError(InfraError):
 
 class PermanentError(InfraError):
     """Retrying will not help (bad input, forbidden, invalid object); shown to people as is."""
+
+
+class AwaitingPublication(TransientError):
+    """Applied and committed, but not yet where the cluster reads it (the GitOps remote)."""
+
+    reason = "AwaitingPush"

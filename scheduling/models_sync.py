@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db import models
+
+from gpufleet import clock
 
 
 class SyncRun(models.Model):
@@ -28,6 +31,10 @@ class SyncRun(models.Model):
     # Repo paths (or object keys) repaired, capped so one bad day cannot bloat a row.
     drifted = models.JSONField(default=list, blank=True)
     errors = models.JSONField(default=list, blank=True)
+    # The GitOps repository's condition after the pass (infra.gitops.health) and the push sidecar's
+    # last result: {"status", "reason", "message", "head", "push": {...}}; {} for other backends.
+    # Nullable: the previous release's pods insert runs without it during an upgrade (expand/contract).
+    repository = models.JSONField(default=dict, blank=True, null=True)
 
     class Meta:
         ordering = ["-started", "-id"]
@@ -41,6 +48,22 @@ class SyncRun(models.Model):
         if self.finished is None:
             return None
         return (self.finished - self.started).total_seconds()
+
+    @property
+    def push(self) -> dict[str, Any]:
+        """The push sidecar's last round as the worker saw it at the end of this run ({} without push)."""
+        return dict((self.repository or {}).get("push") or {})
+
+    @property
+    def last_push_at(self) -> datetime | None:
+        epoch = self.push.get("last_success_epoch")
+        return datetime.fromtimestamp(int(epoch), UTC) if epoch else None
+
+    @property
+    def last_push_age_seconds(self) -> float | None:
+        """Seconds since the last successful push, now (a publish that stopped grows this)."""
+        at = self.last_push_at
+        return None if at is None else max(0.0, (clock.now() - at).total_seconds())
 
     def as_status(self) -> dict[str, Any]:
         return {
@@ -56,4 +79,7 @@ class SyncRun(models.Model):
             "drift_count": self.drift_count,
             "drifted": list(self.drifted),
             "errors": list(self.errors),
+            "repository": dict(self.repository or {}),
+            "last_push_at": self.last_push_at.isoformat() if self.last_push_at else None,
+            "last_push_age_seconds": self.last_push_age_seconds,
         }

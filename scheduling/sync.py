@@ -79,7 +79,13 @@ def sync_fleet(backend: Backend | None = None) -> SyncRun:
         tally.error(f"sync: {type(exc).__name__}: {exc}")
         raise
     finally:
+        repository = _repository_status(backend)
+        for problem in _repository_problems(repository):
+            tally.error(problem)
+            if state == SyncRun.State.OK:
+                state = SyncRun.State.PARTIAL  # never "ok" over an uncommitted or unpublished state
         SyncRun.objects.filter(pk=run.pk).update(
+            repository=repository,
             finished=clock.now(),
             state=state,
             owners=tally.owners,
@@ -93,6 +99,30 @@ def sync_fleet(backend: Backend | None = None) -> SyncRun:
     if tally.drift:
         log.warning("fleet sync repaired %d drifted objects: %s", tally.drift, ", ".join(tally.drifted[:10]))
     return run
+
+
+def _repository_status(backend: Backend) -> dict:
+    status = getattr(backend, "repository_status", None)
+    if status is None:
+        return {}
+    try:
+        result: dict = status()
+    except Exception as exc:  # the status of a broken repository must not hide the run's own result
+        log.exception("fleet sync: reading the repository status failed")
+        return {"status": "False", "reason": "StatusUnavailable", "message": f"{type(exc).__name__}: {exc}"}
+    return result
+
+
+def _repository_problems(repository: dict) -> list[str]:
+    """What the repository status says is wrong, as run errors (empty when all is committed and,
+    with push enabled, the last push round succeeded)."""
+    problems = []
+    if repository and repository.get("status") != "True":
+        problems.append(f"repository: {repository.get('reason')}: {repository.get('message')}")
+    push = repository.get("push") or {}
+    if push.get("enabled") and push.get("state") != "ok":
+        problems.append(f"push: {push.get('state')}: {push.get('message') or 'no successful push yet'}")
+    return problems
 
 
 def latest() -> SyncRun | None:

@@ -27,7 +27,8 @@ class SyncStatusView(AuditActorMixin, APIView):
         description="`latest` (or null before the first run), `last_success` (finish time of the latest run "
         "without errors) and `history` (the last 10 runs, newest first). Each run: started, finished, "
         "state (running/ok/partial/failed), owners, objects_checked, objects_changed, drift_count, "
-        "drifted (paths), errors.",
+        "drifted (paths), errors, repository (the GitOps repository's condition: status, reason, message, "
+        "head, and push: the push sidecar's last round), last_push_at and last_push_age_seconds.",
         responses=dict,
     )
     def get(self, request: Request) -> Response:

@@ -12,7 +12,14 @@ def get_backend() -> Backend:
     if name == "gitops":
         from infra.gitops import GitOpsBackend
 
-        return GitOpsBackend(settings.GPUFLEET_GITOPS_REPO, settings.GPUFLEET_GITOPS_AUTHOR)
+        return GitOpsBackend(
+            settings.GPUFLEET_GITOPS_REPO,
+            settings.GPUFLEET_GITOPS_AUTHOR,
+            remote=settings.GPUFLEET_GITOPS_REMOTE,
+            remote_branch=settings.GPUFLEET_GITOPS_REMOTE_BRANCH,
+            push_enabled=settings.GPUFLEET_GITOPS_PUSH,
+            push_status_dir=settings.GPUFLEET_GITOPS_PUSH_STATUS_DIR,
+        )
     if name == "kubernetes":
         from infra.kube.backend import KubernetesBackend  # type: ignore[import-not-found]
 

@@ -76,6 +76,10 @@ def _chunks(items: list[T], size: int) -> Iterator[list[T]]:
         yield items[start : start + size]
 
 
+def _slugs(tenant_ids: set[int]) -> set[str]:
+    return set(Tenant.objects.filter(pk__in=tenant_ids).values_list("slug", flat=True))
+
+
 def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet reconcile") -> FleetPass:
     """One pass over the platform and every live tenant. One tenant failing never stops the rest."""
     backend = backend or get_backend()
@@ -118,18 +122,29 @@ def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet rec
         scope: AbstractContextManager[None] = (
             batch(f"{message}: {len(chunk)} tenants") if batch else nullcontext()
         )
-        with scope:
-            for tenant_id in chunk:
-                try:
-                    outcome = reconcile.reconcile_tenant(tenant_id, backend, ctx=ctx, view=views.get(tenant_id))
-                except TransientError as exc:
-                    result.retry.append(tenant_id)
-                    result.errors.append(f"tenant {tenant_id}: {exc} (will retry)")
-                    continue
-                except Exception as exc:  # a bug or bad row in one tenant must not stop the fleet
-                    log.exception("fleet reconcile: tenant %s failed", tenant_id)
-                    result.errors.append(f"tenant {tenant_id}: {type(exc).__name__}: {exc}")
-                    continue
-                result.outcomes.append(outcome)
-                result.errors.extend(f"{outcome.tenant}: {problem}" for problem in outcome.problems)
+        written: list[int] = []  # tenants of this chunk whose files await the chunk's commit
+        try:
+            with scope:
+                for tenant_id in chunk:
+                    try:
+                        outcome = reconcile.reconcile_tenant(tenant_id, backend, ctx=ctx, view=views.get(tenant_id))
+                    except TransientError as exc:
+                        result.retry.append(tenant_id)
+                        result.errors.append(f"tenant {tenant_id}: {exc} (will retry)")
+                        continue
+                    except Exception as exc:  # a bug or bad row in one tenant must not stop the fleet
+                        log.exception("fleet reconcile: tenant %s failed", tenant_id)
+                        result.errors.append(f"tenant {tenant_id}: {type(exc).__name__}: {exc}")
+                        continue
+                    result.outcomes.append(outcome)
+                    result.errors.extend(f"{outcome.tenant}: {problem}" for problem in outcome.problems)
+                    if outcome.result is not None and outcome.result.changed:
+                        written.append(tenant_id)
+        except Exception as exc:  # the chunk's one commit failed: its tenants are not applied after all
+            log.exception("fleet reconcile: committing %d tenants failed", len(written))
+            reconcile.mark_uncommitted(written, exc)
+            result.errors.append(f"commit of {len(written)} tenants failed: {exc}")
+            failed = set(written)
+            result.outcomes = [o for o in result.outcomes if o.tenant not in _slugs(failed)]
+            result.retry.extend(written)
     return result

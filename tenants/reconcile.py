@@ -7,14 +7,16 @@ it twice, late or concurrently (serialised by a per-tenant lock) is harmless.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 
 from django.db import transaction
 
 from gpufleet import clock
 from gpufleet.audit.record import record
+from gpufleet.observability import metrics
 from infra.backend import ApplyResult, Backend
-from infra.errors import PermanentError, TransientError
+from infra.errors import AwaitingPublication, InfraError, PermanentError, TransientError
 from infra.manifests import digest, ref
 
 from . import secrets
@@ -98,6 +100,26 @@ def reconcile_tenant(
     tenant_id: int, backend: Backend | None = None, *, ctx: RenderContext | None = None,
     view: TenantView | None = None,
 ) -> Outcome:
+    """Reconcile one tenant (`_reconcile_tenant`), timed by outcome for `/metrics`."""
+    started = time.perf_counter()
+    try:
+        outcome = _reconcile_tenant(tenant_id, backend, ctx=ctx, view=view)
+    except InfraError as exc:
+        reason = exc.reason or type(exc).__name__
+        metrics.observe_reconcile(f"error:{reason}", time.perf_counter() - started, reason)
+        raise
+    except Exception:
+        metrics.observe_reconcile("error:Exception", time.perf_counter() - started, "Exception")
+        raise
+    failed = outcome.phase == Phase.FAILED or bool(outcome.problems)
+    metrics.observe_reconcile(str(outcome.phase), time.perf_counter() - started, "Failed" if failed else "")
+    return outcome
+
+
+def _reconcile_tenant(
+    tenant_id: int, backend: Backend | None = None, *, ctx: RenderContext | None = None,
+    view: TenantView | None = None,
+) -> Outcome:
     """`ctx` and `view` let a fleet-wide pass (tenants.fleet) load render inputs in bulk; `view` is
     used only if the locked row still matches it (spec changes bump `generation`), else reloaded."""
     backend = backend or get_backend()
@@ -136,12 +158,13 @@ def reconcile_tenant(
                 tenant.conditions = _merge_condition(tenant.conditions, _secrets_condition(tenant.slug, backend))
                 for provide in CONDITION_PROVIDERS:  # e.g. isolation's GpuModesAdmitted
                     tenant.conditions = _merge_condition(tenant.conditions, provide(tenant))
+            _require_published(backend, tenant.owner)
         except TransientError as exc:
-            cond = _condition("Ready", "False", "Retrying", str(exc))
+            cond = _condition("Ready", "False", exc.reason or "Retrying", str(exc))
             _set_status(tenant, phase=_current_phase(tenant), conditions=_merge_condition(tenant.conditions, cond))
             raise
         except PermanentError as exc:
-            cond = _condition("Ready", "False", "ApplyFailed", str(exc))
+            cond = _condition("Ready", "False", exc.reason or "ApplyFailed", str(exc))
             # A failed teardown stays deprovisioning (FAILED is live: it would re-provision the tenant).
             failed = Phase.DEPROVISIONING if teardown else Phase.FAILED
             _finish(tenant, failed, _merge_condition(tenant.conditions, cond), "tenant.failed")
@@ -163,6 +186,25 @@ def reconcile_tenant(
             last_reconciled_at=clock.now(),
         )
         return Outcome(tenant.slug, phase, result)
+
+
+def _require_published(backend: Backend, owner: str) -> None:
+    """A tenant is Ready only once the cluster can see its objects: with the GitOps backend and push
+    enabled, once the commit holding its files is on the remote (else retried: AwaitingPush)."""
+    unpublished = getattr(backend, "unpublished", None)
+    why = unpublished(owner) if unpublished else None
+    if why:
+        raise AwaitingPublication(why, delay=15)
+
+
+def mark_uncommitted(tenant_ids: list[int], error: Exception) -> None:
+    """A batch's commit failed after its tenants were recorded as applied: take that back on each, so
+    no status claims what git does not hold (the next pass reconciles them again)."""
+    reason = getattr(error, "reason", "") or "CommitFailed"
+    cond = _condition("Ready", "False", reason, f"the commit holding this tenant's files failed: {error}")
+    for tenant in Tenant.objects.filter(pk__in=tenant_ids):
+        phase = {Phase.DELETED: Phase.DEPROVISIONING}.get(tenant.phase, Phase.FAILED)
+        _finish(tenant, phase, _merge_condition(tenant.conditions, cond), "tenant.failed")
 
 
 def _secrets_condition(slug: str, backend: Backend) -> dict:

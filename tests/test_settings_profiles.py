@@ -17,6 +17,7 @@ BASE_ENV = {
     "OIDC_OP_ISSUER": "https://idp.example.com",
     "OIDC_RP_CLIENT_ID": "gpufleet",
     "OIDC_RP_CLIENT_SECRET": "s3cret",
+    "GPUFLEET_VCLUSTER_URL_TEMPLATE": "https://{slug}.vcluster.gpu.corp.internal",
 }
 
 
@@ -34,14 +35,25 @@ def run(code: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 
 
 def load(env: dict[str, str]) -> subprocess.CompletedProcess:
+    # Endpoints are lazy (discovered at first use): printing whether it is lazy contacts no provider.
     return run("import django; django.setup(); from django.conf import settings; "
-               "print(settings.OIDC_OP_TOKEN_ENDPOINT)", env)
+               "from django.utils.functional import Promise; e = settings.OIDC_OP_TOKEN_ENDPOINT; "
+               "print('discovered-lazily' if isinstance(e, Promise) else e)", env)
 
 
 def test_production_starts_with_everything_set():
     result = load(BASE_ENV)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "https://idp.example.com/token"
+    assert result.stdout.strip() == "discovered-lazily"  # no guessed path: from the discovery document
+    override = load({**BASE_ENV, "OIDC_OP_TOKEN_ENDPOINT": "https://idp.example.com/oauth/token"})
+    assert override.stdout.strip() == "https://idp.example.com/oauth/token"
+
+
+@pytest.mark.parametrize("template", ["", "https://vcluster.corp.internal", "http://{slug}.vc.corp.internal",
+                                      "{slug}.vc.corp.internal"])
+def test_production_requires_a_real_vcluster_url_template(template: str) -> None:
+    result = load({**BASE_ENV, "GPUFLEET_VCLUSTER_URL_TEMPLATE": template})
+    assert result.returncode != 0 and "GPUFLEET_VCLUSTER_URL_TEMPLATE" in result.stderr
 
 
 def test_production_serves_the_portal_stylesheet():

@@ -24,6 +24,7 @@ from pathlib import Path
 from ..backend import ApplyResult
 from ..errors import PermanentError
 from ..manifests import Manifest, ObjectRef, Owner, ref, to_yaml
+from . import health, publish
 from .git import Git
 
 
@@ -50,21 +51,25 @@ class Plan:
     unchanged: list[str] = field(default_factory=list)
     pruned: list[str] = field(default_factory=list)
     drifted: list[str] = field(default_factory=list)
+    # Files whose work-tree bytes are already right but are not what HEAD holds (a `git add` or
+    # `git commit` failed after they were written): nothing to write, but a commit to make.
+    uncommitted: list[str] = field(default_factory=list)
     index_stale: bool = False
 
     @property
     def changed(self) -> bool:
-        return bool(self.created or self.updated or self.pruned)
+        return bool(self.created or self.updated or self.pruned or self.uncommitted)
 
     def summary(self) -> str:
         text = f"{len(self.created)} created, {len(self.updated)} updated, {len(self.pruned)} pruned"
+        text += f", {len(self.uncommitted)} committed late" if self.uncommitted else ""
         return text + (f", {len(self.drifted)} drifted" if self.drifted else "")
 
     def result(self, revision: str | None) -> ApplyResult:
         base = self.owner.path
         return ApplyResult(
             created=[f"{base}/{n}" for n in self.created],
-            updated=[f"{base}/{n}" for n in self.updated],
+            updated=[f"{base}/{n}" for n in sorted(self.updated + self.uncommitted)],
             unchanged=[f"{base}/{n}" for n in self.unchanged],
             pruned=[f"{base}/{n}" for n in self.pruned],
             revision=revision,
@@ -75,26 +80,151 @@ class Plan:
 class GitOpsBackend:
     name = "gitops"
 
-    def __init__(self, path: str | Path, author: str = "gpufleet <gpufleet@localhost>") -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        author: str = "gpufleet <gpufleet@localhost>",
+        *,
+        remote: str = "",
+        remote_branch: str = "main",
+        push_enabled: bool = False,
+        push_status_dir: str = "",
+    ) -> None:
         self.path = Path(path)
         self.git = Git(self.path, author)
+        # Where a lost working copy is cloned from (the repository the push sidecar publishes to).
+        self.remote, self.remote_branch = remote, remote_branch
+        # With push enabled a commit counts as applied only once the remote has it (`unpublished`).
+        self.push_enabled = push_enabled and bool(remote)
+        self.push_status_dir = push_status_dir  # where the sidecar records its rounds ("" -> .git/gpufleet)
         # Inside `batch()`: owner folders written but not yet committed, and their summaries.
         self._batch: dict[str, Plan] | None = None
+        # One `git status` of the whole repository serves every plan and `in_sync` check until git's
+        # committed state moves (HEAD, main: see `_fingerprint`); a failed write clears it. So a fleet
+        # pass or a batch of 250 tenants costs one status, not one per tenant (benchmarks/reconcile.py).
+        self._status_cache: tuple[tuple[object, ...], bool, frozenset[str]] | None = None
+        self._verified: tuple[object, ...] | None = None  # HEAD/main fingerprint last verified
 
     @contextmanager
     def locked(self) -> Iterator[None]:
-        """One writer at a time: git's index is shared by every tenant's apply (and by proposals)."""
-        self.path.mkdir(parents=True, exist_ok=True)
-        lock_path = self.path.parent / f".{self.path.name}.lock"
-        with open(lock_path, "a+") as handle:
+        """One writer at a time: git's index is shared by every tenant's apply (and by proposals).
+
+        The repository is repaired or reported first (`health.repair`), and a write the disk
+        refuses becomes `RepositoryUnwritable` with the reason, never a stray OSError."""
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            lock_path = self.path.parent / f".{self.path.name}.lock"
+            handle = open(lock_path, "a+")
+        except OSError as exc:
+            raise health.unwritable(exc, f"opening {self.path}") from exc
+        with handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:
-                self.git.ensure_repo()
+                self.git.ensure_repo(remote=self.remote, remote_branch=self.remote_branch)
+                health.repair_index_lock(self.git)
+                if self._fingerprint() != self._verified:  # main is checked again only when it moved
+                    health.repair_main(self.git)
+                    self._verified = self._fingerprint()
                 if self._batch is None:
                     self._commit_interrupted_batch()
                 yield
+            except OSError as exc:
+                self._forget()
+                raise health.unwritable(exc, "writing the desired state") from exc
+            except PermanentError as exc:
+                self._forget()
+                classified = health.classify_git_failure(exc)
+                if classified is exc:
+                    raise
+                raise classified from exc
+            except BaseException:
+                self._forget()  # a write may have happened without its commit: ask git again next time
+                raise
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+    # --- what is committed -------------------------------------------------------------------------
+
+    def _uncommitted(self, *pathspecs: str) -> set[str]:
+        """Repo paths whose work tree or index differs from HEAD (edited, added, deleted, staged)."""
+        args = ["status", "--porcelain", "-z", "--untracked-files=all", "--no-renames"]
+        out = self.git.run(*args, *(["--", *pathspecs] if pathspecs else []))
+        return {entry[3:] for entry in out.split("\0") if len(entry) > 3}
+
+    def _forget(self) -> None:
+        self._status_cache = None
+        self._verified = None
+
+    def _fingerprint(self) -> tuple[object, ...]:
+        """What the committed state hangs on: HEAD, main (loose or packed), and a lock in progress.
+
+        Not the index: `git status` itself rewrites it (stat cache, untracked cache). What the index could
+        add -- something staged but not committed -- is either our own failed write (which clears the cache,
+        `_forget`) or a hand edit whose bytes the plan compares anyway."""
+        git_dir = self.git.git_dir()
+
+        def read(path: Path) -> object:
+            try:
+                return path.read_bytes()
+            except OSError:
+                return None
+
+        def stamp(path: Path) -> object:
+            try:
+                st = path.stat()
+            except OSError:
+                return None
+            return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+        return (read(git_dir / "HEAD"), read(git_dir / "refs" / "heads" / "main"), stamp(git_dir / "packed-refs"),
+                (git_dir / "index.lock").exists())
+
+    def _repo_view(self) -> tuple[bool, frozenset[str]]:
+        """(HEAD is a commit on main, paths that differ from HEAD), cached while `_fingerprint` holds."""
+        if not (self.path / ".git").is_dir():
+            return (False, frozenset())
+        fingerprint = self._fingerprint()
+        if self._status_cache is None or self._status_cache[0] != fingerprint:
+            on_main = health.head_target(self.git) == "refs/heads/main"
+            ok = on_main and self.git.ref_exists("refs/heads/main")
+            self._status_cache = (fingerprint, ok, frozenset(self._uncommitted()))
+        return self._status_cache[1], self._status_cache[2]
+
+    @staticmethod
+    def _names_in(own: Owner, paths: set[str] | frozenset[str]) -> set[str]:
+        prefix = f"{own.path}/"
+        return {p[len(prefix):] for p in paths if p.startswith(prefix) and "/" not in p[len(prefix):]}
+
+    def _verify_committed(self, paths: list[str]) -> None:
+        """After a commit: nothing of `paths` may differ from HEAD, or the commit did not record it."""
+        left = sorted(self._uncommitted(*paths)) if paths else []  # one status for all of them
+        if not left and self._status_cache is not None:
+            # These paths now equal HEAD (a write that restored HEAD's bytes commits nothing and leaves
+            # main where it was, so the cached status would still list them): drop them from it.
+            fingerprint, ok, dirty = self._status_cache
+            prefixes = tuple(f"{path.rstrip('/')}/" for path in paths)
+            self._status_cache = (fingerprint, ok, frozenset(d for d in dirty if not d.startswith(prefixes)))
+        if left:
+            raise health.RepositoryBroken(
+                f"after committing, {len(left)} paths still differ from HEAD (e.g. {left[0]}): "
+                "the repository is not recording gpufleet's writes"
+            )
+
+    def unpublished(self, owner: str) -> str | None:
+        """With push enabled: why the commit holding `owner`'s current files is not on the remote
+        yet (None once it is, or without push)."""
+        if not self.push_enabled:
+            return None
+        own = Owner.parse(owner)
+        if self._batch is not None and own.path in self._batch:
+            return "the commit holding this owner's files is made when the current batch ends"
+        commit = self.git.run("log", "-1", "--format=%H", "refs/heads/main", "--", own.path).strip()
+        return publish.unpublished(self.git, commit, self.push_status_dir)
+
+    def repository_status(self) -> dict[str, object]:
+        """The repository's condition and the push sidecar's last result, for the fleet sync status."""
+        push = publish.read_status(self.git, self.push_enabled, self.push_status_dir)
+        return {**health.check(self.git).as_dict(), "push": push}
 
     # --- what is on disk, and what gpufleet last wrote -------------------------------------------
 
@@ -138,21 +268,28 @@ class GitOpsBackend:
             files[name] = to_yaml(manifest).encode()
         return files
 
-    def plan(self, own: Owner, desired: dict[str, bytes]) -> Plan:
+    def plan(self, own: Owner, desired: dict[str, bytes], uncommitted: set[str] | None = None) -> Plan:
+        """`uncommitted`: file names in the owner's folder that differ from HEAD (asked of git,
+        under the lock, when not given): the work tree alone never counts as applied."""
         existing = self._existing(self.path / own.path)
         written = self.written(own)
+        if uncommitted is None:
+            uncommitted = self._names_in(own, self._repo_view()[1])
         plan = Plan(own, desired)
-        for name in sorted(desired.keys() | existing.keys()):
+        for name in sorted(desired.keys() | existing.keys() | uncommitted):
             want, have = desired.get(name), existing.get(name)
+            if have == want:  # right on disk (or absent and unwanted): is HEAD right too?
+                if name in uncommitted:
+                    plan.uncommitted.append(name)
+                elif have is not None:
+                    plan.unchanged.append(name)
+                continue
             if have is None:
                 plan.created.append(name)
             elif want is None:
                 plan.pruned.append(name)
-            elif have != want:
-                plan.updated.append(name)
             else:
-                plan.unchanged.append(name)
-                continue
+                plan.updated.append(name)
             # Needs a write. Drift if the bytes on disk are not what we last wrote. Without any record
             # (a repository from before drift tracking) nothing can be called drift.
             if written is not None:
@@ -199,6 +336,7 @@ class GitOpsBackend:
             elif plan.changed:
                 subject = self._subject(message or owner, [plan])
                 revision = self.git.commit_paths([own.path], f"{subject}\n\n{plan.summary()}")
+                self._verify_committed([own.path])
             return plan.result(revision)
 
     # --- many owners, one commit -----------------------------------------------------------------
@@ -243,13 +381,20 @@ class GitOpsBackend:
                         plans = [self._batch[path] for path in sorted(self._batch)]
                         body = "\n".join(f"{p.owner}: {p.summary()}" for p in plans)
                         self.git.commit_paths(sorted(self._batch), f"{self._subject(message, plans)}\n\n{body}")
+                        self._verify_committed(sorted(self._batch))
                     self._pending_path().unlink(missing_ok=True)
             finally:
                 self._batch = None
 
     def in_sync(self, owner: str, manifests: list[Manifest]) -> bool:
-        """Read-only, lock-free check: would `apply` change nothing? (No git call: bytes compared.)"""
-        plan = self.plan(Owner.parse(owner), self.desired_files(manifests))
+        """Read-only, lock-free check: would `apply` change nothing? Bytes are compared in Python;
+        what is committed comes from one `git status` shared by every check of this instance, so an
+        uncommitted write (a failed `git add`/`commit`) or a broken main is never "in sync"."""
+        own = Owner.parse(owner)
+        head_ok, dirty = self._repo_view()
+        if not head_ok:
+            return False
+        plan = self.plan(own, self.desired_files(manifests), self._names_in(own, dirty))
         return not plan.changed and not plan.index_stale
 
     def apply_many(
@@ -274,6 +419,7 @@ class GitOpsBackend:
                 revision = self.git.commit_paths(
                     [p.owner.path for p in changed], f"{self._subject(message, changed)}\n\n{body}"
                 )
+                self._verify_committed([p.owner.path for p in changed])
             return {str(p.owner): p.result(revision if p.changed else None) for p in plans}
 
     def owned(self, owner: str) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -48,11 +49,31 @@ class Git:
             raise PermanentError(f"git {' '.join(args[:2])} failed: {message}")
         return proc.stdout
 
-    def ensure_repo(self, branch: str = "main") -> None:
+    def ensure_repo(self, branch: str = "main", *, remote: str = "", remote_branch: str = "main") -> None:
+        """Create the working copy if it is missing: from the remote when one is configured (a lost or
+        restored volume must continue the remote's history, never start an unrelated one that every
+        push would be refused), else a fresh repository with a README commit."""
         if (self.path / ".git").exists():
             return
         self.path.mkdir(parents=True, exist_ok=True)
+        # init + fetch rather than `git clone`: the path is often a volume's mount point, which may
+        # already hold files git does not know (`lost+found`) and which clone refuses.
         self.run("init", "-q", "-b", branch)
+        if remote:
+            wanted = f"+refs/heads/{remote_branch}:refs/gpufleet/remote"
+            self.run("fetch", "-q", "--no-tags", remote, wanted, check=False)
+            if self.ref_exists("refs/gpufleet/remote"):
+                self.run("reset", "-q", "--hard", "refs/gpufleet/remote")
+                return
+            # No such branch there: fine if the remote is reachable and empty (our first push creates
+            # it); if unreachable, starting a history of our own would diverge from it. Wait.
+            code, heads = self.probe("ls-remote", "--heads", remote, f"refs/heads/{remote_branch}")
+            if code != 0 or heads.strip():
+                shutil.rmtree(self.path / ".git")  # retried from scratch next time
+                raise TransientError(
+                    f"GitOps remote {remote} could not be read (branch {remote_branch}); not starting a new history",
+                    delay=30,
+                )
         readme = self.path / "README.md"
         readme.write_text(
             "# gpufleet desired state\n\n"
@@ -62,6 +83,13 @@ class Git:
         )
         self.run("add", "README.md")
         self.run("commit", "-q", "-m", "gpufleet: initialise desired-state repository")
+
+    def probe(self, *args: str) -> tuple[int, str]:
+        """Run git and return (exit code, stdout) without raising on a non-zero exit."""
+        proc = subprocess.run(
+            ["git", "-C", str(self.path), *args], capture_output=True, text=True, env=self.env, timeout=120
+        )
+        return proc.returncode, proc.stdout
 
     def git_dir(self) -> Path:
         """Where gpufleet keeps private bookkeeping (never part of the tracked tree)."""

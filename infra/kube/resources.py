@@ -9,43 +9,73 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Every apiVersion/kind gpufleet renders (the "prune allowlist", like `kubectl apply --prune`).
-# Pruning lists only these kinds, plus any kind found in the desired manifests; objects of other
-# kinds are never touched, even if someone copied our labels onto them.
-PRUNE_KINDS: tuple[tuple[str, str], ...] = (
-    ("v1", "Namespace"),
-    ("v1", "ResourceQuota"),
-    ("v1", "LimitRange"),
-    ("v1", "ServiceAccount"),
-    ("rbac.authorization.k8s.io/v1", "Role"),
-    ("rbac.authorization.k8s.io/v1", "RoleBinding"),
-    ("rbac.authorization.k8s.io/v1", "ClusterRole"),
-    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
-    ("scheduling.k8s.io/v1", "PriorityClass"),
-    ("networking.k8s.io/v1", "NetworkPolicy"),
-    ("kueue.x-k8s.io/v1beta2", "ResourceFlavor"),
-    ("kueue.x-k8s.io/v1beta2", "Cohort"),
-    ("kueue.x-k8s.io/v1beta2", "Topology"),
-    ("kueue.x-k8s.io/v1beta2", "WorkloadPriorityClass"),
-    ("kueue.x-k8s.io/v1beta2", "ClusterQueue"),
-    ("kueue.x-k8s.io/v1beta2", "LocalQueue"),
-    ("scheduling.run.ai/v2", "Queue"),
-    ("kai.scheduler/v1alpha1", "Topology"),
-    ("cilium.io/v2", "CiliumNetworkPolicy"),
-    ("cilium.io/v2", "CiliumClusterwideNetworkPolicy"),
-    ("kyverno.io/v1", "ClusterPolicy"),
-    ("kyverno.io/v1", "Policy"),
-    ("karpenter.sh/v1", "NodePool"),
-    ("karpenter.sh/v1alpha1", "NodeOverlay"),
-    ("source.toolkit.fluxcd.io/v1", "HelmRepository"),
-    ("source.toolkit.fluxcd.io/v1", "OCIRepository"),
-    ("helm.toolkit.fluxcd.io/v2", "HelmRelease"),
-    ("keda.sh/v1alpha1", "ScaledObject"),
+# Every apiVersion/kind gpufleet's renderers emit, with its REST plural: THE one list. The backend prunes
+# exactly these kinds (the "prune allowlist", like `kubectl apply --prune`: objects of other kinds are never
+# touched, even if someone copied our labels onto them), and the chart's ClusterRole grants exactly
+# `cluster_role_rules()` (tests/helm/test_rbac.py keeps helm/gpufleet/templates/rbac.yaml equal to it, and
+# checks that a full demo fleet renders exactly these kinds: none missing, none never rendered).
+RENDERED_KINDS: tuple[tuple[str, str, str], ...] = (
+    ("v1", "Namespace", "namespaces"),
+    ("v1", "ResourceQuota", "resourcequotas"),
+    ("v1", "LimitRange", "limitranges"),
+    ("kueue.x-k8s.io/v1beta2", "ResourceFlavor", "resourceflavors"),
+    ("kueue.x-k8s.io/v1beta2", "Cohort", "cohorts"),
+    ("kueue.x-k8s.io/v1beta2", "Topology", "topologies"),
+    ("kueue.x-k8s.io/v1beta2", "WorkloadPriorityClass", "workloadpriorityclasses"),
+    ("kueue.x-k8s.io/v1beta2", "ClusterQueue", "clusterqueues"),
+    ("kueue.x-k8s.io/v1beta2", "LocalQueue", "localqueues"),
+    ("scheduling.run.ai/v2", "Queue", "queues"),
+    ("kai.scheduler/v1alpha1", "Topology", "topologies"),
+    ("cilium.io/v2", "CiliumNetworkPolicy", "ciliumnetworkpolicies"),
+    ("cilium.io/v2", "CiliumClusterwideNetworkPolicy", "ciliumclusterwidenetworkpolicies"),
+    ("kyverno.io/v1", "Policy", "policies"),
+    ("karpenter.sh/v1", "NodePool", "nodepools"),
+    ("karpenter.sh/v1alpha1", "NodeOverlay", "nodeoverlays"),
+    ("source.toolkit.fluxcd.io/v1", "HelmRepository", "helmrepositories"),
+    ("source.toolkit.fluxcd.io/v1", "OCIRepository", "ocirepositories"),
+    ("helm.toolkit.fluxcd.io/v2", "HelmRelease", "helmreleases"),
+    ("keda.sh/v1alpha1", "ScaledObject", "scaledobjects"),
     # Inference endpoints (scheduling.endpoints): serving Deployment, its Service and scrape object.
-    ("apps/v1", "Deployment"),
-    ("v1", "Service"),
-    ("operator.victoriametrics.com/v1beta1", "VMServiceScrape"),
+    ("apps/v1", "Deployment", "deployments"),
+    ("v1", "Service", "services"),
+    ("operator.victoriametrics.com/v1beta1", "VMServiceScrape", "vmservicescrapes"),
 )
+PRUNE_KINDS: tuple[tuple[str, str], ...] = tuple((api_version, kind) for api_version, kind, _ in RENDERED_KINDS)
+
+# What the backend does to those kinds: server-side apply (PATCH; creating through apply also needs
+# `create`), get one, list by owner label (prune), delete (prune). No update (PUT), no watch.
+APPLY_VERBS = ("get", "list", "create", "patch", "delete")
+# Resources gpufleet only reads, never writes or prunes: (API group, plural). `get`/`list` only, e.g. for a
+# diagnostic command that inspects the components' configuration: `gpufleet doctor` (scheduling/doctor.py)
+# reads CRDs, Kueue's manager ConfigMap, HAMi's webhook configuration, nodes' topology labels and the
+# Karpenter node class (AWS's EC2NodeClass by default; another provider's class needs its own rule).
+READ_ONLY_RESOURCES: tuple[tuple[str, str], ...] = (
+    ("apiextensions.k8s.io", "customresourcedefinitions"),
+    ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
+    ("", "nodes"),
+    ("", "configmaps"),
+    ("karpenter.k8s.aws", "ec2nodeclasses"),
+)
+# The only Secret gpufleet reads (tenants/secrets.py): vCluster's admin kubeconfig in each tenant
+# namespace, for the OpenBao Kubernetes auth; `get` by name, nothing else on Secrets.
+READ_SECRET_NAMES = ("vc-vcluster",)
+
+
+def cluster_role_rules() -> list[dict[str, list[str]]]:
+    """The ClusterRole rules the kubernetes backend needs, one rule per API group, sorted."""
+    groups: dict[str, set[str]] = {}
+    for api_version, _, plural in RENDERED_KINDS:
+        groups.setdefault(api_version.rpartition("/")[0], set()).add(plural)
+    rules = [{"apiGroups": [group], "resources": sorted(plurals), "verbs": list(APPLY_VERBS)}
+             for group, plurals in sorted(groups.items())]
+    read: dict[str, set[str]] = {}
+    for group, plural in READ_ONLY_RESOURCES:
+        read.setdefault(group, set()).add(plural)
+    rules += [{"apiGroups": [group], "resources": sorted(plurals), "verbs": ["get", "list"]}
+              for group, plurals in sorted(read.items())]
+    rules.append({"apiGroups": [""], "resources": ["secrets"], "resourceNames": list(READ_SECRET_NAMES),
+                  "verbs": ["get"]})
+    return rules
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpufleet.settings.demo")
 app = Celery("gpufleet")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
-app.autodiscover_tasks(["scheduling"], related_name="sync")  # scheduling.sync_fleet lives in scheduling/sync.py
+app.autodiscover_tasks(["scheduling"], related_name="sync")
+import gpufleet.observability.celery  # noqa: E402,F401 - connects the task-duration signals  # scheduling.sync_fleet lives in scheduling/sync.py
 
 
 @app.on_after_finalize.connect

@@ -1,7 +1,10 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from gpufleet.observability.metrics import metrics_view
+
 urlpatterns = [
+    path("metrics", metrics_view, name="metrics"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("gpufleet.api.urls")),
     path("oidc/", include("mozilla_django_oidc.urls")),

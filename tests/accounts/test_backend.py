@@ -251,7 +251,10 @@ def test_production_profile_signs_in_through_oidc_only():
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "gpufleet.settings.production",
            "SECRET_KEY": "k3y-" + "0123456789abcdef" * 4,
            "ALLOWED_HOSTS": "gpufleet.example.test", "OIDC_OP_ISSUER": ISSUER, "OIDC_RP_CLIENT_ID": CLIENT_ID,
-           "OIDC_RP_CLIENT_SECRET": SECRET, "PYTHONPATH": f"{REPO}{os.pathsep}{REPO / 'platform'}"}
+           "OIDC_RP_CLIENT_SECRET": SECRET, "PYTHONPATH": f"{REPO}{os.pathsep}{REPO / 'platform'}",
+           "GPUFLEET_VCLUSTER_URL_TEMPLATE": "https://{slug}.vcluster.example.test",
+           # Endpoints otherwise come lazily from the discovery document; an explicit one wins.
+           "OIDC_OP_TOKEN_ENDPOINT": f"{ISSUER}/token"}
     code = ("import django, json; django.setup(); from django.conf import settings as s; "
             "print(json.dumps([s.GPUFLEET_PASSWORD_LOGIN, s.GPUFLEET_OIDC_ENABLED, s.OIDC_OP_TOKEN_ENDPOINT, "
             "s.AUTHENTICATION_BACKENDS]))")

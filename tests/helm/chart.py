@@ -59,11 +59,23 @@ def helm() -> Any:
     return helm_python
 
 
-def render(values: dict[str, Any] | None = None, *, upgrade: bool = False, revision: int = 1) -> Rendered:
+# The chart requires an image reference with its registry (no implicit default): tests that do not care
+# about the image get this one, merged under their values (`with_image`); None leaves it unset.
+TEST_IMAGE = "registry.example.com/platform/gpufleet"
+
+
+def with_image(values: dict[str, Any] | None) -> dict[str, Any]:
+    merged = copy.deepcopy(values) if values else {}
+    merged.setdefault("image", {}).setdefault("repository", TEST_IMAGE)
+    return merged
+
+
+def render(values: dict[str, Any] | None = None, *, upgrade: bool = False, revision: int = 1,
+           image: bool = True) -> Rendered:
     h = helm()
     with h.Chart.load(str(CHART)) as chart:
         out = chart.render(
-            copy.deepcopy(values) if values else None,
+            with_image(values) if image else (copy.deepcopy(values) if values else None),
             name=RELEASE, namespace=NAMESPACE, revision=revision, is_install=not upgrade, is_upgrade=upgrade,
         )
     objects = []
@@ -77,7 +89,7 @@ def render(values: dict[str, Any] | None = None, *, upgrade: bool = False, revis
 
 
 def lint(values: dict[str, Any] | None = None) -> dict[str, Any]:
-    return helm().lint(str(CHART), copy.deepcopy(values) if values else None, strict=True, namespace=NAMESPACE,
+    return helm().lint(str(CHART), with_image(values), strict=True, namespace=NAMESPACE,
                        kube_version="v1.33.0")
 
 
@@ -91,3 +103,17 @@ def default_values() -> dict[str, Any]:
 
 def chart_path() -> Path:
     return CHART
+
+
+def guide_install_values() -> dict[str, Any]:
+    """The values of the `helm upgrade --install` command in docs/operator-guide.md, parsed by Helm's own
+    --set parser: the tests that run the containers use exactly what the guide tells an operator to type."""
+    import shlex
+
+    guide = (REPO / "docs" / "operator-guide.md").read_text()
+    section = guide.split("## Deploying gpufleet with Helm", 1)[1].split("### Install", 1)[1]
+    command = section.split("```sh", 1)[1].split("```", 1)[0].replace("\\\n", " ")
+    words = shlex.split(command)
+    assert words[:3] == ["helm", "upgrade", "--install"], words[:3]
+    sets = [words[i + 1] for i, word in enumerate(words) if word == "--set"]
+    return dict(helm().parse_set_string(",".join(sets)))

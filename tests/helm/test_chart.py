@@ -126,7 +126,7 @@ def test_migrate_is_a_pre_install_and_pre_upgrade_hook_with_the_configmap_settin
     assert "before-hook-creation" in annotations["helm.sh/hook-delete-policy"]
     spec = job["spec"]["template"]["spec"]
     container = spec["containers"][0]
-    assert container["command"] + container["args"] == ["gpufleet", "migrate", "--noinput"]
+    assert container["command"] + container["args"] == ["gpufleet", "migrate", "--noinput", "--lock-timeout=270"]
     # A pre-install hook runs before the ConfigMap and ServiceAccount exist: nothing may refer to them.
     assert "envFrom" not in container
     assert spec["serviceAccountName"] == "default"
@@ -266,6 +266,9 @@ def test_the_operator_guide_install_command_renders():
     rendered = render(values)
     assert rendered.get("Ingress", "gpufleet")["spec"]["tls"][0]["hosts"] == ["gpufleet.example.com"]
     assert rendered.get("ConfigMap", "gpufleet")["data"]["OIDC_OP_ISSUER"] == "https://login.example.com/realms/main"
+    # Required by the production profile (validated there): the guide sets it.
+    template = rendered.get("ConfigMap", "gpufleet")["data"]["GPUFLEET_VCLUSTER_URL_TEMPLATE"]
+    assert template == "https://{slug}.vcluster.example.com"
     assert {c["name"] for c in containers(rendered.get("Deployment", "gpufleet-worker"))} == {"worker", "gitops-push"}
     registry = SchemaRegistry(None, kubernetes_version="1.33")
     assert [p for obj in rendered.objects for p in registry.validate([obj])] == []

@@ -28,14 +28,17 @@ import requests
 from infra.gitops.git import Git
 from tests.support.services import REFERENCE_DIR, REPO, free_port, missing, need_binary, port_open, wait_for
 
-from .chart import PRODUCTION_VALUES, Rendered, containers, render
+from .chart import Rendered, containers, guide_install_values, render
 
 VENV_BIN = Path(os.environ.get("VIRTUAL_ENV", REPO / ".venv")) / "bin"
 
 
 @pytest.fixture(scope="module")
 def rendered() -> Rendered:
-    return render(PRODUCTION_VALUES)
+    """The chart rendered with the operator guide's own install command (docs/operator-guide.md)."""
+    values = guide_install_values()
+    assert values["gitops"]["push"]["enabled"] is True and values["image"]["repository"]
+    return render(values)
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +98,7 @@ def pod_env(rendered: Rendered, container: dict[str, Any], secret: dict[str, str
         "GPUFLEET_GITOPS_REPO": str(var_dir / "gitops"),
         "GPUFLEET_REFERENCE_DIR": str(REFERENCE_DIR),
         "HOME": str(var_dir),
+        "PROMETHEUS_MULTIPROC_DIR": str(var_dir),  # the pod's /tmp emptyDir
         # A queue of its own, so the worker started here takes no other suite's task from a shared broker.
         "CELERY_TASK_DEFAULT_QUEUE": f"helm-test-{os.getpid()}",
         "PATH": f"{VENV_BIN}:/usr/local/bin:/usr/bin:/bin",
@@ -181,6 +185,9 @@ def test_web_serves_the_probe_path_for_the_probe_host(rendered, secret, migrated
             answer = requests.get(f"http://127.0.0.1:{port}{probe['path']}", headers=headers, timeout=10,
                                   allow_redirects=False)
             assert 200 <= answer.status_code < 400, answer.text[:500]  # the kubelet's success range
+        # /metrics in gunicorn's multiprocess mode (PROMETHEUS_MULTIPROC_DIR from the ConfigMap).
+        scraped = requests.get(f"http://127.0.0.1:{port}/metrics", headers=headers, timeout=10)
+        assert scraped.status_code == 200 and "gpufleet_http_request_duration_seconds_count" in scraped.text
         # `helm test`'s pod command, pointed at this gunicorn instead of the Service.
         check = rendered.get("Pod", "gpufleet-test-web")["spec"]["containers"][0]
         check_env = {e["name"]: e["value"] for e in check["env"]}
@@ -217,6 +224,12 @@ def test_worker_answers_its_liveness_probe(rendered, secret, tmp_path):
         wrong = subprocess.run(probe, env={**env, "HOSTNAME": "no-such-pod"}, capture_output=True, text=True,
                                timeout=60)
         assert wrong.returncode != 0
+        # Redis down: the probe must not fail (every worker pod would be restarted at once, for nothing).
+        down = f"redis://127.0.0.1:{free_port()}/0"
+        broker_down = subprocess.run(probe, env={**probe_env, "CELERY_BROKER_URL": down}, capture_output=True,
+                                     text=True, timeout=60)
+        assert broker_down.returncode == 0, broker_down.stdout + broker_down.stderr
+        assert "broker unreachable" in broker_down.stdout
     finally:
         process.stop()
 
@@ -251,8 +264,10 @@ def test_push_sidecar_publishes_main_to_the_remote(rendered, tmp_path):
     git = Git(source)
     git.ensure_repo()
     # Swapped: the volume path, the remote (a local bare repository) and the interval (30 s -> 1 s).
+    # Swapped too: the status volume's path.
     env.update({"GPUFLEET_GITOPS_REPO": str(source), "GPUFLEET_PUSH_URL": str(remote),
-                "GPUFLEET_PUSH_INTERVAL": "1", "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"})
+                "GPUFLEET_PUSH_INTERVAL": "1", "HOME": str(tmp_path), "PATH": "/usr/bin:/bin",
+                "GPUFLEET_PUSH_STATUS_DIR": str(tmp_path / "push-status")})
     env.pop("GIT_SSH_COMMAND")  # no ssh to a local path
     process = Process(argv(push), env, tmp_path / "push.log")
     try:
@@ -268,8 +283,69 @@ def test_push_sidecar_publishes_main_to_the_remote(rendered, tmp_path):
     env["GPUFLEET_PUSH_URL"] = str(tmp_path / "no-such-remote.git")
     failing = Process(argv(push), env, tmp_path / "push-fail.log")
     try:
-        wait_for(lambda: "failed; retrying" in failing.output(), timeout=30, what="push failure report")
+        wait_for(lambda: "gitops-push: unreachable" in failing.output(), timeout=30, what="push failure report")
         time.sleep(1.5)
         assert failing.alive()
+        assert "state=unreachable" in (tmp_path / "push-status" / "push-status").read_text()
     finally:
         failing.stop()
+
+
+def test_two_migrate_hooks_never_run_at_once(rendered, secret, tmp_path):
+    """Issue 16 §3: two migrate Jobs (successive revisions, a retry) against one fresh database. While a
+    migrate holds the advisory lock, both wait and touch nothing; released, they run one after the other
+    and both succeed (the second finds nothing to do)."""
+    import psycopg
+
+    from gpufleet.portal.management.commands.migrate import MIGRATE_LOCK
+
+    base = secret["DATABASE_URL"]
+    fresh = urlunsplit(urlsplit(base)._replace(path=f"/gpufleet_helm_lock_{os.getpid()}"))
+    with psycopg.connect(base, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{urlsplit(fresh).path[1:]}"')
+        admin.execute(f'CREATE DATABASE "{urlsplit(fresh).path[1:]}"')
+    job = container(rendered, "Job", "gpufleet-migrate-1", "migrate")
+    assert any(a.startswith("--lock-timeout=") for a in argv(job))
+    processes: list[Process] = []
+    try:
+        with psycopg.connect(fresh, autocommit=True) as holder:
+            holder.execute("SELECT pg_advisory_lock(%s, %s)", MIGRATE_LOCK)  # a migrate already running
+            for n in (1, 2):
+                env = {**pod_env(rendered, job, secret, tmp_path / f"m{n}"), "DATABASE_URL": fresh}
+                (tmp_path / f"m{n}").mkdir()
+                processes.append(Process(argv(job), env, tmp_path / f"m{n}" / "migrate.log"))
+            wait_for(lambda: all("Waiting for another migrate" in p.output() for p in processes), timeout=60,
+                     what="both migrate runs waiting for the lock")
+            time.sleep(2)
+            assert all(p.alive() for p in processes)
+            tables = holder.execute("SELECT count(*) FROM pg_tables WHERE tablename = 'django_migrations'").fetchone()
+            assert tables == (0,), "a migrate ran while another held the lock"
+        # The holder's session ended: the lock is free.
+        for process in processes:
+            process.proc.wait(timeout=240)
+            assert process.proc.returncode == 0, process.output()[-3000:]
+        with psycopg.connect(fresh) as conn:
+            duplicates = conn.execute(
+                "SELECT app, name FROM django_migrations GROUP BY app, name HAVING count(*) > 1").fetchall()
+            applied = conn.execute("SELECT count(DISTINCT app) FROM django_migrations").fetchone()
+        assert duplicates == [] and applied[0] >= 5
+    finally:
+        for process in processes:
+            process.stop()
+        with psycopg.connect(base, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{urlsplit(fresh).path[1:]}" WITH (FORCE)')
+
+
+def test_a_migrate_waiting_too_long_fails_saying_why(rendered, secret, migrated, tmp_path):
+    import psycopg
+
+    from gpufleet.portal.management.commands.migrate import MIGRATE_LOCK
+
+    job = container(rendered, "Job", "gpufleet-migrate-1", "migrate")
+    args = [a if not a.startswith("--lock-timeout=") else "--lock-timeout=2" for a in argv(job)]
+    with psycopg.connect(secret["DATABASE_URL"], autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(%s, %s)", MIGRATE_LOCK)
+        done = subprocess.run(args, env=pod_env(rendered, job, secret, tmp_path), capture_output=True, text=True,
+                              timeout=120)
+    assert done.returncode != 0
+    assert "another migrate is still running" in done.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -32,3 +33,27 @@ def test_approvals_page_shows_last_sync_time_and_drift_count(admin_client_, gito
     assert '<dd class="drift-count">1</dd>' in page
     assert "tenants/acme/namespace.core_tenant-acme.yaml" in page
     assert "No fleet sync has run yet" not in page
+
+
+def test_approvals_page_shows_the_repository_condition_and_the_last_push(admin_client_, settings, tmp_path) -> None:
+    """Issue 16 §1: a publish that stopped is visible where admins look, with the time of the last push."""
+    need_binary("git")
+    need_reference()
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    settings.GPUFLEET_GITOPS_REMOTE = str(remote)
+    settings.GPUFLEET_GITOPS_PUSH = True
+    settings.GPUFLEET_GITOPS_PUSH_STATUS_DIR = str(tmp_path / "push")
+    (tmp_path / "push").mkdir()
+    (tmp_path / "push" / "last-push").write_text(f"1795000000 {'a' * 40}\n")
+    (tmp_path / "push" / "push-status").write_text("state=rejected\nat=1795000100\nmessage=protected branch\n")
+
+    run = sync_fleet()
+
+    assert run.state == "partial" and "push: rejected: protected branch" in run.errors
+    page = admin_client_.get(reverse("portal:approvals")).content.decode()
+    assert '<dd class="repository" data-status="True">Committed:' in page
+    assert '<time datetime="2026-11-18T11:06:40' in page and "<code>aaaaaaaaaaaa</code>" in page
+    assert "last round: rejected: protected branch" in page
+    status = run.as_status()
+    assert status["last_push_at"].startswith("2026-11-18T11:06:40") and status["last_push_age_seconds"] > 0

@@ -40,7 +40,14 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
 {{- define "gpufleet.image" -}}
+{{- if not .Values.image.repository -}}
+{{- fail "image.repository is required: the image built from this repository's Dockerfile, with its registry host (e.g. registry.example.com/platform/gpufleet)" -}}
+{{- end -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
 {{- end -}}
 
 {{/* Where the worker keeps the GitOps working copy (GPUFLEET_VAR_DIR); the repository is a folder in it. */}}
@@ -89,11 +96,20 @@ GPUFLEET_BACKEND: {{ $c.backend | quote }}
 GPUFLEET_VAR_DIR: {{ include "gpufleet.varDir" . | quote }}
 GPUFLEET_GITOPS_REPO: {{ printf "%s/gitops" (include "gpufleet.varDir" .) | quote }}
 GPUFLEET_GITOPS_AUTHOR: {{ $c.gitopsAuthor | quote }}
+{{- if .Values.gitops.push.enabled }}
+GPUFLEET_GITOPS_REMOTE: {{ .Values.gitops.push.url | quote }}
+GPUFLEET_GITOPS_REMOTE_BRANCH: {{ .Values.gitops.push.branch | quote }}
+GPUFLEET_GITOPS_PUSH: "true"
+GPUFLEET_GITOPS_PUSH_STATUS_DIR: "/var/run/gpufleet-push"
+{{- end }}
 GPUFLEET_REFERENCE_DIR: {{ $c.referenceDir | quote }}
 GPUFLEET_KUBERNETES_VERSION: {{ $c.kubernetesVersion | quote }}
 GPUFLEET_METRICS_URL: {{ $c.metricsUrl | quote }}
 GPUFLEET_OPENBAO_ADDR: {{ $c.openbaoAddr | quote }}
 LOG_LEVEL: {{ $c.logLevel | quote }}
+LOG_FORMAT: "json"
+# gunicorn's and Celery's processes write their metric samples here; a scrape merges them (the emptyDir /tmp).
+PROMETHEUS_MULTIPROC_DIR: "/tmp"
 PYTHONDONTWRITEBYTECODE: "1"
 PYTHONUNBUFFERED: "1"
 HOME: "/tmp"
@@ -141,9 +157,11 @@ securityContext:
   {{- toYaml .Values.podSecurityContext | nindent 2 }}
 {{- end -}}
 
-{{/* Roll pods when the non-secret settings change. */}}
+{{/* Roll pods when the non-secret settings change, or when the operator bumps secrets.version after a
+rotation (the chart never reads the Secret, so it cannot notice the new values by itself). */}}
 {{- define "gpufleet.configChecksum" -}}
 checksum/config: {{ include "gpufleet.configEnv" . | sha256sum }}
+checksum/secret: {{ printf "%s/%s/%s" .Values.secrets.existingSecret .Values.secrets.version (toJson .Values.secrets.keys) | sha256sum }}
 {{- end -}}
 
 {{/* Scheduling knobs of one component: pass the component's values. */}}
@@ -159,6 +177,25 @@ tolerations:
 {{- with .affinity }}
 affinity:
   {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* topologySpreadConstraints of one component: pass (dict "root" $ "component" "web" "values" $web
+"default" bool); each constraint without a labelSelector gets the component's pod labels. */}}
+{{- define "gpufleet.topologySpread" -}}
+{{- $constraints := .values.topologySpreadConstraints | default list -}}
+{{- if and (not $constraints) .default -}}
+{{- $constraints = list (dict "maxSkew" 1 "topologyKey" "kubernetes.io/hostname" "whenUnsatisfiable" "ScheduleAnyway") -}}
+{{- end -}}
+{{- if $constraints }}
+topologySpreadConstraints:
+{{- range $constraints }}
+{{- $c := deepCopy . -}}
+{{- if not $c.labelSelector -}}
+{{- $_ := set $c "labelSelector" (dict "matchLabels" (include "gpufleet.selectorLabels" (dict "root" $.root "component" $.component) | fromYaml)) -}}
+{{- end }}
+- {{- toYaml $c | nindent 2 }}
+{{- end }}
 {{- end }}
 {{- end -}}
 
@@ -179,8 +216,18 @@ affinity:
 {{- if and (eq .Values.config.backend "gitops") (gt (int .Values.worker.replicas) 1) -}}
 {{- fail "worker.replicas must be 1 with the gitops backend: the worker is the GitOps repository's single writer (raise worker.concurrency instead)" -}}
 {{- end -}}
-{{- if and .Values.gitops.push.enabled (not .Values.gitops.push.url) -}}
+{{- $push := .Values.gitops.push -}}
+{{- if and $push.enabled (not $push.url) -}}
 {{- fail "gitops.push.url is required when gitops.push.enabled is true" -}}
+{{- end -}}
+{{- if and $push.enabled (eq (include "gpufleet.pushScheme" .) "ssh") (not $push.sshSecret) -}}
+{{- fail "gitops.push.sshSecret is required for an ssh gitops.push.url (a Secret with `identity` and `known_hosts`): without it every push fails" -}}
+{{- end -}}
+{{- if and $push.enabled (eq (include "gpufleet.pushScheme" .) "https") (not $push.httpsSecret) -}}
+{{- fail "gitops.push.httpsSecret is required for an https gitops.push.url (a Secret with `username` and `password`): without it every push fails" -}}
+{{- end -}}
+{{- if and $push.enabled (eq .Values.config.backend "kubernetes") -}}
+{{- fail "gitops.push.enabled needs config.backend=gitops (the kubernetes backend writes no repository)" -}}
 {{- end -}}
 {{- if and .Values.rbac.create (not .Values.serviceAccount.create) -}}
 {{- fail "rbac.create needs serviceAccount.create (the ClusterRole is bound to the chart's service account)" -}}
@@ -207,4 +254,46 @@ for GPUFLEET_VCLUSTER_CA_BUNDLE, a kubeconfig for GPUFLEET_KUBECONFIG, ...). */}
 {{- define "gpufleet.probeHost" -}}
 {{- $host := first (splitList "," (include "gpufleet.allowedHosts" .)) -}}
 {{- if eq $host "*" -}}localhost{{- else -}}{{- trimPrefix "." $host -}}{{- end -}}
+{{- end -}}
+
+{{/* "ssh" or "https": how gitops.push.url is reached (the schema allows nothing else). */}}
+{{- define "gpufleet.pushScheme" -}}
+{{- if hasPrefix "https://" .Values.gitops.push.url -}}https{{- else -}}ssh{{- end -}}
+{{- end -}}
+
+{{/* Credentials for the GitOps remote, for the worker (initialises a lost working copy from it) and the
+push sidecar: an SSH identity from a mounted Secret, or an https token through a credential helper that
+reads the environment (nothing on disk). */}}
+{{- define "gpufleet.gitRemoteEnv" -}}
+{{- $push := .Values.gitops.push -}}
+{{- if $push.enabled -}}
+{{- if eq (include "gpufleet.pushScheme" .) "ssh" }}
+- name: GIT_SSH_COMMAND
+  value: ssh -i /etc/gpufleet/git-ssh/identity -o IdentitiesOnly=yes -o UserKnownHostsFile=/etc/gpufleet/git-ssh/known_hosts -o StrictHostKeyChecking=yes
+{{- else }}
+- name: GPUFLEET_GIT_USERNAME
+  valueFrom:
+    secretKeyRef: {name: {{ $push.httpsSecret }}, key: username}
+- name: GPUFLEET_GIT_PASSWORD
+  valueFrom:
+    secretKeyRef: {name: {{ $push.httpsSecret }}, key: password}
+- name: GIT_CONFIG_COUNT
+  value: "1"
+- name: GIT_CONFIG_KEY_0
+  value: credential.helper
+- name: GIT_CONFIG_VALUE_0
+  value: '!f() { echo "username=${GPUFLEET_GIT_USERNAME}"; echo "password=${GPUFLEET_GIT_PASSWORD}"; }; f'
+{{- end }}
+{{- end }}
+{{- end -}}
+{{- define "gpufleet.gitRemoteMount" -}}
+{{- if .Values.gitops.push.enabled }}
+- name: push-status
+  mountPath: /var/run/gpufleet-push
+{{- end }}
+{{- if and .Values.gitops.push.enabled .Values.gitops.push.sshSecret }}
+- name: git-ssh
+  mountPath: /etc/gpufleet/git-ssh
+  readOnly: true
+{{- end }}
 {{- end -}}

@@ -15,6 +15,9 @@ class AuditContextMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         request_id = request.headers.get("X-Request-Id", "")[:64] or new_request_id()
+        # Also on the request: Django logs a 4xx/5xx answer after the middleware returns (django.request,
+        # with the request in the record), outside this context; the JSON log formatter reads it there.
+        request.request_id = request_id  # type: ignore[attr-defined]
         user = getattr(request, "user", None)
         user_id = user.pk if user is not None and user.is_authenticated else None
         with acting(user_id=user_id, request_id=request_id, token_id=None, task=""):

@@ -39,6 +39,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: times every request, including the ones later middleware answers (redirects, 403s).
+    "gpufleet.observability.metrics.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Content-Security-Policy on every response (CONTENT_SECURITY_POLICY below).
     "csp.middleware.CSPMiddleware",
@@ -108,16 +110,12 @@ OIDC_RP_SIGN_ALGO = env("OIDC_RP_SIGN_ALGO", "RS256")
 OIDC_RP_SCOPES = env("OIDC_RP_SCOPES", "openid email profile groups")
 
 
-def oidc_endpoints(issuer: str) -> dict[str, str]:
-    """Endpoints of the provider; each may be overridden (defaults follow node oidc-provider's paths)."""
-    issuer = issuer.rstrip("/")
-    return {
-        "OIDC_OP_AUTHORIZATION_ENDPOINT": env("OIDC_OP_AUTHORIZATION_ENDPOINT", f"{issuer}/auth"),
-        "OIDC_OP_TOKEN_ENDPOINT": env("OIDC_OP_TOKEN_ENDPOINT", f"{issuer}/token"),
-        "OIDC_OP_USER_ENDPOINT": env("OIDC_OP_USER_ENDPOINT", f"{issuer}/me"),
-        "OIDC_OP_JWKS_ENDPOINT": env("OIDC_OP_JWKS_ENDPOINT", f"{issuer}/jwks"),
-        "OIDC_OP_LOGOUT_ENDPOINT": env("OIDC_OP_LOGOUT_ENDPOINT", f"{issuer}/session/end"),
-    }
+def oidc_endpoints(issuer: str) -> dict[str, object]:
+    """Endpoints of the provider from its discovery document (lazy; see settings/oidc_discovery.py); each
+    may be overridden with its OIDC_OP_*_ENDPOINT variable."""
+    from .oidc_discovery import endpoints
+
+    return endpoints(issuer, env)
 
 
 globals().update(oidc_endpoints(OIDC_OP_ISSUER))
@@ -219,6 +217,11 @@ GPUFLEET_OUTBOX_RELAY_SECONDS = int(env("GPUFLEET_OUTBOX_RELAY_SECONDS", "10") o
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# No task runs forever: a hung git, API or database call is interrupted (soft: SoftTimeLimitExceeded, which
+# the task may catch to record its state), then killed (hard). A fleet pass over thousands of tenants is
+# the longest task (benchmarks/reconcile.py); both are settable per deployment.
+CELERY_TASK_SOFT_TIME_LIMIT = int(env("CELERY_TASK_SOFT_TIME_LIMIT", "1500") or 1500)
+CELERY_TASK_TIME_LIMIT = int(env("CELERY_TASK_TIME_LIMIT", "1800") or 1800)
 GPUFLEET_RECONCILE_ALL_SECONDS = int(env("GPUFLEET_RECONCILE_ALL_SECONDS", "300") or 300)
 # Fleet sync (scheduling.sync_fleet): re-apply everything, repair and count drift, record a SyncRun.
 GPUFLEET_SYNC_FLEET_SECONDS = int(env("GPUFLEET_SYNC_FLEET_SECONDS", "600") or 600)
@@ -229,6 +232,14 @@ GPUFLEET_QUOTA_SIMULATION_DAYS = int(env("GPUFLEET_QUOTA_SIMULATION_DAYS", "7") 
 GPUFLEET_BACKEND = env("GPUFLEET_BACKEND", "gitops")
 GPUFLEET_GITOPS_REPO = env("GPUFLEET_GITOPS_REPO", str(VAR_DIR / "gitops"))
 GPUFLEET_GITOPS_AUTHOR = env("GPUFLEET_GITOPS_AUTHOR", "gpufleet <gpufleet@localhost>")
+# The remote Flux or Argo CD reads (pushed to by the chart's sidecar). A missing working copy is cloned
+# from it (a lost volume continues the remote's history); with push enabled a tenant is Ready only once
+# its commit is on the remote.
+GPUFLEET_GITOPS_REMOTE = env("GPUFLEET_GITOPS_REMOTE", "") or ""
+GPUFLEET_GITOPS_REMOTE_BRANCH = env("GPUFLEET_GITOPS_REMOTE_BRANCH", "main") or "main"
+GPUFLEET_GITOPS_PUSH = env_bool("GPUFLEET_GITOPS_PUSH", False)
+# Where the push sidecar records its rounds (helm/gpufleet/files/gitops-push.sh); "" = <repo>/.git/gpufleet.
+GPUFLEET_GITOPS_PUSH_STATUS_DIR = env("GPUFLEET_GITOPS_PUSH_STATUS_DIR", "") or ""
 # Upstream schemas (CRDs, vCluster values schema) used to validate rendered manifests before apply.
 GPUFLEET_REFERENCE_DIR = env("GPUFLEET_REFERENCE_DIR", str(REPO_DIR.parent / "shared" / "reference"))
 GPUFLEET_KUBERNETES_VERSION = env("GPUFLEET_KUBERNETES_VERSION", "1.33")
@@ -289,9 +300,15 @@ GPUFLEET_BUSINESS_TIMEZONE = env("GPUFLEET_BUSINESS_TIMEZONE", "UTC")
 GPUFLEET_KARPENTER_NODE_CLASS_GROUP = env("GPUFLEET_KARPENTER_NODE_CLASS_GROUP", "karpenter.k8s.aws")
 GPUFLEET_KARPENTER_NODE_CLASS_KIND = env("GPUFLEET_KARPENTER_NODE_CLASS_KIND", "EC2NodeClass")
 
+# /metrics answers requests that came through a proxy (X-Forwarded-For) only when this is set.
+GPUFLEET_METRICS_PUBLIC = env_bool("GPUFLEET_METRICS_PUBLIC", False)
+# LOG_FORMAT=json: one JSON object per line with the request id (gpufleet/observability/logs.py).
+LOG_FORMAT = env("LOG_FORMAT", "text")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {"json": {"()": "gpufleet.observability.logs.JsonFormatter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler",
+                             **({"formatter": "json"} if LOG_FORMAT == "json" else {})}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
 }

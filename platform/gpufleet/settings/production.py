@@ -1,5 +1,9 @@
 """Production profile: refuses to start without its secrets, naming the missing variable."""
 
+from urllib.parse import urlsplit
+
+from django.core.exceptions import ImproperlyConfigured
+
 from .base import *  # noqa: F403
 from .base import CONTENT_SECURITY_POLICY, oidc_endpoints
 from .env import env, env_bool, env_list, require, require_secret_key
@@ -13,6 +17,21 @@ GPUFLEET_OIDC_ENABLED = True
 globals().update(oidc_endpoints(OIDC_OP_ISSUER))
 CONTENT_SECURITY_POLICY["DIRECTIVES"]["form-action"] = ["'self'", OIDC_OP_ISSUER.rstrip("/")]
 GPUFLEET_PASSWORD_LOGIN = False
+
+
+def _vcluster_url_template(value: str) -> str:
+    """Tenant kubeconfigs point at this URL: an https URL whose host contains `{slug}` (no placeholder
+    default in production: a placeholder would fail only later, at the tenant's kubectl)."""
+    parts = urlsplit(value.replace("{slug}", "slug"))
+    if parts.scheme != "https" or not parts.hostname or "{slug}" not in value:
+        raise ImproperlyConfigured(
+            "GPUFLEET_VCLUSTER_URL_TEMPLATE must be the https URL of each tenant's vCluster API with {slug} in "
+            f"it, e.g. https://{{slug}}.vcluster.gpu.corp.internal (got {value!r})"
+        )
+    return value
+
+
+GPUFLEET_VCLUSTER_URL_TEMPLATE = _vcluster_url_template(require("GPUFLEET_VCLUSTER_URL_TEMPLATE"))
 DEBUG = False
 
 # --- HTTPS (docs/operations.md, "Production hardening") ----------------------------------------------

@@ -1,0 +1,68 @@
+# syntax=docker/dockerfile:1.7
+# The image helm/gpufleet runs: web (gunicorn), worker (celery), beat, the migrate hook (gpufleet migrate),
+# the push sidecar (sh + git) and `helm test` (python). Non-root (UID/GID 10001, the chart's
+# podSecurityContext), fit for a read-only root filesystem: bytecode compiled at build time, HOME and every
+# runtime write under /tmp or the volumes the chart mounts (/var/lib/gpufleet for the GitOps working copy).
+#
+#   docker build -t registry.example.com/platform/gpufleet:0.1.0 \
+#     --build-context reference=/path/to/reference .
+#
+# `reference` is the upstream schema bundle (CRDs, vCluster values schema; the directory
+# GPUFLEET_REFERENCE_DIR points at in development): gpufleet validates every rendered object against it, so it
+# is part of the image, at /opt/gpufleet/reference (the chart's config.referenceDir). It is a named build
+# context, not a file of this repository. Optional CLIs (used by `gpufleet cilium-status` and hubble checks):
+#   --build-arg CILIUM_CLI_VERSION=v0.18.3 --build-arg CILIUM_CLI_SHA256=<sha256 of the linux-amd64 tarball>
+#   --build-arg HUBBLE_VERSION=v1.17.2 --build-arg HUBBLE_SHA256=<sha256 of the linux-amd64 tarball>
+# tests/helm/test_dockerfile.py checks this file against the repository and the chart (no docker engine there).
+
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+
+FROM ${PYTHON_IMAGE} AS build
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /src
+COPY pyproject.toml README.md manage.py ./
+COPY platform ./platform
+COPY infra ./infra
+COPY tenants ./tenants
+COPY scheduling ./scheduling
+COPY billing ./billing
+RUN python -m venv /opt/gpufleet/venv \
+ && /opt/gpufleet/venv/bin/pip install . \
+ && /opt/gpufleet/venv/bin/python -m compileall -q /opt/gpufleet/venv
+
+FROM ${PYTHON_IMAGE} AS clis
+ARG CILIUM_CLI_VERSION=""
+ARG CILIUM_CLI_SHA256=""
+ARG HUBBLE_VERSION=""
+ARG HUBBLE_SHA256=""
+WORKDIR /clis
+RUN set -eu; mkdir -p /clis/bin; \
+    fetch() { python -c "import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])" "$1" "$2"; \
+              echo "$3  $2" | sha256sum -c -; tar -xzf "$2" -C /clis/bin; rm "$2"; }; \
+    if [ -n "$CILIUM_CLI_VERSION" ]; then \
+      fetch "https://github.com/cilium/cilium-cli/releases/download/${CILIUM_CLI_VERSION}/cilium-linux-amd64.tar.gz" cilium.tgz "$CILIUM_CLI_SHA256"; fi; \
+    if [ -n "$HUBBLE_VERSION" ]; then \
+      fetch "https://github.com/cilium/hubble/releases/download/${HUBBLE_VERSION}/hubble-linux-amd64.tar.gz" hubble.tgz "$HUBBLE_SHA256"; fi
+
+FROM ${PYTHON_IMAGE}
+# git + ssh: the worker's GitOps working copy and the push sidecar; coreutils' sleep: the web preStop hook.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends git openssh-client ca-certificates \
+ && rm -rf /var/lib/apt/lists/* \
+ && groupadd --gid 10001 gpufleet \
+ && useradd --uid 10001 --gid 10001 --no-create-home --home-dir /tmp --shell /usr/sbin/nologin gpufleet \
+ && install -d -o 10001 -g 10001 /var/lib/gpufleet
+COPY --from=build /opt/gpufleet/venv /opt/gpufleet/venv
+COPY --from=clis /clis/bin/ /usr/local/bin/
+COPY --from=reference . /opt/gpufleet/reference
+ENV PATH=/opt/gpufleet/venv/bin:$PATH \
+    HOME=/tmp \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    DJANGO_SETTINGS_MODULE=gpufleet.settings.production \
+    GPUFLEET_REFERENCE_DIR=/opt/gpufleet/reference \
+    GPUFLEET_VAR_DIR=/var/lib/gpufleet
+USER 10001:10001
+WORKDIR /tmp
+EXPOSE 8000
+CMD ["gunicorn", "gpufleet.wsgi:application", "--bind=0.0.0.0:8000"]

@@ -1,0 +1,1 @@
+"""The platform's own observability: Prometheus metrics (`/metrics`) and JSON logs."""
