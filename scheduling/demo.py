@@ -37,8 +37,11 @@ def seed_catalog(users: dict[str, Any], tenants: dict[str, Any]) -> None:
     for name, mode, extra, capacity in FLAVORS:
         if not Flavor.objects.filter(name=name).exists():
             actions.create_flavor(name, gpu_model="a100-80gb", mode=mode, capacity=capacity, **extra)
-    if not GpuNodePool.objects.filter(name="a100-pool").exists():
-        actions.create_node_pool("a100-pool", flavor="a100-whole", gpu_limit=16)
+    # One Karpenter pool for whole GPUs and one whose nodes are partitioned into MIG slices (its
+    # NodeOverlay tells Karpenter the slices a new node will offer, scheduling.nodepools).
+    for pool, flavor, limit in (("a100-pool", "a100-whole", 16), ("a100-mig-pool", "a100-3g", 8)):
+        if not GpuNodePool.objects.filter(name=pool).exists():
+            actions.create_node_pool(pool, flavor=flavor, gpu_limit=limit)
     if not Cohort.objects.filter(name="research").exists():
         actions.create_cohort("research")
     for slug, rows in QUOTAS.items():

@@ -91,7 +91,7 @@ class GpuNodePool(models.Model):
     gpu_limit = models.PositiveIntegerField()
     # GPUs on each node of the pool's instance types (8 on p5/p4d/a3): sizes the NodeOverlay that tells
     # Karpenter how many MIG slices / HAMi shares a node offers (scheduling.nodepools).
-    gpus_per_node = models.PositiveSmallIntegerField(default=8)
+    gpus_per_node = models.PositiveSmallIntegerField(default=8, db_default=8)
     node_class = models.CharField(max_length=63, default="gpu")
     consolidation_policy = models.CharField(
         max_length=30, choices=Consolidation.choices, default=Consolidation.WHEN_EMPTY

@@ -13,6 +13,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='gpunodepool',
             name='gpus_per_node',
-            field=models.PositiveSmallIntegerField(default=8),
+            field=models.PositiveSmallIntegerField(default=8, db_default=8),
         ),
     ]

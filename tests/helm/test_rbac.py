@@ -32,7 +32,7 @@ def test_no_privilege_escalation_and_no_kind_beyond_the_renderers() -> None:
     groups = {g for rule in rules for g in rule["apiGroups"]}
     assert "rbac.authorization.k8s.io" not in groups and "*" not in groups
     resources = {r for rule in rules for r in rule["resources"]}
-    for never in ("serviceaccounts", "priorityclasses", "networkpolicies", "clusterpolicies", "ocirepositories",
+    for never in ("serviceaccounts", "priorityclasses", "networkpolicies", "clusterpolicies",
                   "clusterroles", "clusterrolebindings", "roles", "rolebindings"):
         assert never not in resources
     [secret_rule] = [rule for rule in rules if "secrets" in rule["resources"]]

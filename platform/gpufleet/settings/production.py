@@ -40,6 +40,10 @@ DEBUG = False
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
 # The kubelet's probes speak plain HTTP to the pod; a redirect (3xx) still counts as healthy for them.
+# Prometheus scrapes /metrics in-cluster over plain HTTP (ServiceMonitor/PodMonitor) and does not count a
+# redirect as a scrape: it is exempt. /metrics refuses requests that came through the ingress (see
+# gpufleet.observability), so the exemption never serves it to the outside over HTTP.
+SECURE_REDIRECT_EXEMPT = [r"^metrics$"]
 SECURE_HSTS_SECONDS = int(env("SECURE_HSTS_SECONDS", "31536000") or 31536000)  # one year
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
