@@ -111,3 +111,25 @@ def test_billing_collect_without_a_tsdb_says_how_to_configure_it(tmp_path: Path)
     assert len(message) == 1, result.stderr
     assert "GPUFLEET_METRICS_URL" in message[0] and url in message[0]
     assert "Retrying" not in result.stderr
+
+
+@pytest.mark.django_db
+def test_every_command_and_subcommand_has_help_text() -> None:
+    """In-process: each gpufleet command's parser, and each of its subcommands, carries a help line."""
+    import argparse
+
+    from django.core.management import get_commands, load_command_class
+
+    from gpufleet.cli import OWN_APPS, own_commands
+
+    missing = [name for name, text in own_commands().items() if not text]
+    for name, app in get_commands().items():
+        if app.split(".")[0] not in OWN_APPS:
+            continue
+        parser = load_command_class(app, name).create_parser("gpufleet", name)
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                # argparse lists a subcommand in _choices_actions only when it was given a help text.
+                helped = {choice.dest for choice in action._choices_actions if choice.help}
+                missing += [f"{name} {verb}" for verb in action.choices if verb not in helped]
+    assert not missing, missing
