@@ -22,8 +22,11 @@ $(DEMO_STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# `make demo PORT=8100` serves on another port (the sign-in hint it prints follows).
+PORT ?= 8000
+
 demo: $(DEMO_STAMP)
-	$(BIN)/gpufleet serve 127.0.0.1:8000
+	$(BIN)/gpufleet serve 127.0.0.1:$(PORT)
 
 # The OIDC sign-in tests' provider (npm oidc-provider); without npm those tests skip (CI installs it).
 OIDC_NODE := tests/oidc/node_modules/.package-lock.json

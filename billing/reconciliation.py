@@ -65,8 +65,17 @@ class Row:
     flagged: bool
     causes: list[str] = field(default_factory=list)
 
+    @property
+    def status(self) -> str:
+        """"no_opencost_data" when the OpenCost side is empty (not configured, or nothing for this
+        namespace): an empty side is not agreement, so it never reads "ok". Else "flagged" or "ok"."""
+        if self.opencost_gpu_hours is None:
+            return "no_opencost_data"
+        return "flagged" if self.flagged else "ok"
+
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
+        data["status"] = self.status
         for key, value in list(data.items()):
             if isinstance(value, Decimal):
                 data[key] = format(value, "f")

@@ -87,7 +87,9 @@ def reconciliation_report(request: HttpRequest) -> HttpResponse:
         views, problem = None, f"OpenCost could not be queried: {exc}"
     rows = reconciliation.report(start, end, views) if not problem else []
     return render(request, "billing/reconciliation.html", {"period": period, "rows": rows, "problem": problem,
-                                                           "causes": reconciliation.CAUSES},
+                                                           "causes": reconciliation.CAUSES,
+                                                           "opencost_configured": views is not None,
+                                                           "opencost_empty": views is not None and not views},
                   status=503 if problem else 200)
 
 

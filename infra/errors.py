@@ -18,6 +18,11 @@ class TransientError(InfraError):
         self.delay = delay
 
 
+class UnreachableError(TransientError):
+    """A transient failure where no answer came at all (no route, name not resolved, refused, timed out):
+    often a wrong address rather than a busy service, so a person is told where to configure it."""
+
+
 class PermanentError(InfraError):
     """Retrying will not help (bad input, forbidden, invalid object); shown to people as is."""
 

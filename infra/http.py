@@ -20,7 +20,7 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
-from infra.errors import TransientError
+from infra.errors import TransientError, UnreachableError
 
 T = TypeVar("T")
 
@@ -98,6 +98,6 @@ def network_errors_are_transient(service: str, *, timeout_delay: float, unreacha
     try:
         yield
     except requests.Timeout as exc:
-        raise TransientError(f"{service} timed out: {exc}", delay=timeout_delay) from exc
+        raise UnreachableError(f"{service} timed out: {exc}", delay=timeout_delay) from exc
     except requests.ConnectionError as exc:
-        raise TransientError(f"{service} unreachable: {exc}", delay=unreachable_delay) from exc
+        raise UnreachableError(f"{service} unreachable: {exc}", delay=unreachable_delay) from exc

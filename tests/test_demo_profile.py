@@ -29,7 +29,7 @@ def gpufleet(var: Path, *args: str) -> str:
 def test_demo_fleet_on_sqlite_bills_exact_gpu_seconds(tmp_path: Path) -> None:
     var = tmp_path / "var"
     assert "Sign in at http://127.0.0.1:8000/login/" in gpufleet(var, "demo")
-    tenants = {t["slug"]: t for t in json.loads(gpufleet(var, "tenant", "list"))}
+    tenants = {t["slug"]: t for t in json.loads(gpufleet(var, "tenant", "list", "--json"))}
     assert {tenants[s]["phase"] for s in ("vision", "nlp-inference", "contractors")} == {"ready"}
     assert tenants["speech"]["phase"] == "requested"  # left for the admin to approve in the portal
 
@@ -47,4 +47,4 @@ def test_demo_fleet_on_sqlite_bills_exact_gpu_seconds(tmp_path: Path) -> None:
     assert Decimal(str(mig["gpu_equivalent_seconds"])) == Decimal(hours * 2 * 3600) * Decimal("0.4286")
 
     assert "Demo data ready" in gpufleet(var, "demo")  # idempotent
-    assert len(json.loads(gpufleet(var, "tenant", "list"))) == 4
+    assert len(json.loads(gpufleet(var, "tenant", "list", "--json"))) == 4

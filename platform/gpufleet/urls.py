@@ -14,5 +14,6 @@ urlpatterns = [
 ]
 
 # Outside DRF's views too, an /api/ path answers in the API's one error format (problem+json).
+# Everywhere else the portal's styled pages (templates 400/403/404/500.html), in every profile.
 handler404 = "gpufleet.api.errors.not_found"
 handler500 = "gpufleet.api.errors.server_error"

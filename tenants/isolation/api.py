@@ -19,9 +19,10 @@ from gpufleet.api.viewsets import AuditActorMixin
 from infra.cilium import CiliumCLI
 from infra.errors import InfraError
 
-from . import actions, policy
+from . import actions
 from .kubeconfig import kubeconfig_yaml
-from .models import AllocationPolicy, TenantIsolation
+from .models import AllocationPolicy
+from .summary import isolation_data
 
 
 class AllocationPolicySerializer(serializers.ModelSerializer):
@@ -60,19 +61,6 @@ class TenantIsolationSerializer(StrictSerializer):
     allowed_modes = serializers.JSONField(required=False, allow_null=True)
     egress_cidrs = serializers.JSONField(required=False)
     egress_fqdns = serializers.JSONField(required=False)
-
-
-def isolation_data(tenant) -> dict:  # type: ignore[no-untyped-def]
-    iso = TenantIsolation.objects.filter(tenant=tenant).first()
-    return {
-        "trust_level": tenant.trust_level,
-        "level_modes": policy.order(policy.level_modes(tenant.trust_level)),
-        "allowed_modes_override": iso.allowed_modes if iso else None,
-        "allowed_modes": policy.order(policy.allowed_modes(tenant)),
-        "world_egress": policy.level_world_egress(tenant.trust_level),
-        "egress_cidrs": iso.egress_cidrs if iso else [],
-        "egress_fqdns": iso.egress_fqdns if iso else [],
-    }
 
 
 class HubbleUnavailable(APIException):

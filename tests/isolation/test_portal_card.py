@@ -21,8 +21,10 @@ def test_tenant_page_links_the_kubeconfig_and_the_link_works(settings) -> None:
     page = client.get("/tenants/acme/")
     assert page.status_code == 200
     html = page.content.decode()
-    href = f"/api/v1/tenants/{acme.pk}/kubeconfig/"
+    href = "/tenants/acme/kubeconfig/"  # a portal page, not the API (no portal page links into /api/)
     assert f'href="{href}"' in html and "Download kubeconfig" in html
-    assert f"/api/v1/tenants/{acme.pk}/dropped-flows/" in html
+    assert 'href="/tenants/acme/blocked-flows/"' in html and 'href="/tenants/acme/isolation/"' in html
+    assert 'href="/api/' not in html
+    assert acme.pk
     doc = yaml.safe_load(client.get(href).content)
     assert doc["current-context"] == "gpufleet-acme"

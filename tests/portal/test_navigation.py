@@ -22,3 +22,17 @@ def test_billing_is_in_the_nav_and_billing_root_redirects(client):
     assert f'href="/gpu/tenants/{tenant.slug}/"' in detail
     assert client.get(f"/gpu/tenants/{tenant.slug}/").status_code == 200
     assert client.get("/gpu/").headers["Location"] == "/gpu/flavors/"
+
+
+def test_nav_names_the_flavor_catalog_as_its_page_does(client):
+    """One name: the navigation entry and the page it opens are both "GPU flavors"."""
+    import re
+
+    alice = factories.user("alice")
+    client.force_login(alice)
+    home = client.get("/").content.decode()
+    link = re.search(r'<a href="/gpu/flavors/"[^>]*>([^<]+)</a>', home)
+    assert link, "no navigation link to the flavor catalog"
+    page = client.get("/gpu/flavors/").content.decode()
+    title = re.search(r"<h1>([^<]+)</h1>", page).group(1)
+    assert link.group(1) == title == "GPU flavors"

@@ -41,7 +41,7 @@ def test_quota_request_reviewed_in_a_real_browser(live_server, eager_tasks, gito
 
     with browser_page() as page:
         sign_in(page, base, "lead")
-        page.get_by_role("link", name="GPU quotas").click()
+        page.get_by_role("link", name="GPU flavors").click()
         page.get_by_role("link", name="vision").click()
         page.select_option("#id_flavor", "a100")
         page.fill("#id_nominal", "12")

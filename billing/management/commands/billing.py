@@ -7,11 +7,11 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from billing import actions, collect, exports, opencost_source, reconciliation
+from billing import actions, collect, conf, exports, opencost_source, reconciliation
 from billing.models import Invoice
 from billing.periods import parse_period, period_bounds
 from gpufleet.audit.context import acting
-from infra.errors import PermanentError, TransientError
+from infra.errors import PermanentError, TransientError, UnreachableError
 from tenants.errors import ActionError
 from tenants.models import Tenant
 
@@ -57,7 +57,16 @@ class Command(BaseCommand):
                 raise CommandError(str(exc)) from exc
 
     def _collect(self, start: str, end: str, **_: object) -> None:
-        run = collect.collect(parse_time(start, "start"), parse_time(end, "end"))
+        begin, finish = parse_time(start, "start"), parse_time(end, "end")
+        try:
+            run = collect.collect(begin, finish)
+        except UnreachableError as exc:
+            # One line that says what to do, not the resolver's traceback (the demo's default address is
+            # the in-cluster VictoriaMetrics service, which a laptop cannot reach).
+            url = conf.text("GPUFLEET_METRICS_URL")
+            raise CommandError(f"no metrics server answers at {url}; set GPUFLEET_METRICS_URL to your "
+                               "VictoriaMetrics or Prometheus, e.g. GPUFLEET_METRICS_URL=http://127.0.0.1:8428 "
+                               "gpufleet billing collect ...") from exc
         self.stdout.write(dumps({"window": [run.window_start.isoformat(), run.window_end.isoformat()],
                                  "records": run.records, "replaced": run.replaced,
                                  "unit_seconds": run.unit_seconds, "skipped": run.skipped}))

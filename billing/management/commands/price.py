@@ -28,7 +28,7 @@ class Command(BaseCommand):
         derive.add_argument("--markup", default="1", help="multiplier, e.g. 1.25")
         derive.add_argument("--currency", required=True)
         derive.add_argument("--from", dest="effective_from", default=None)
-        sub.add_parser("list")
+        sub.add_parser("list", help="the price book")
 
     def handle(self, *args: object, verb: str, **opts: object) -> None:
         with acting(task=f"cli:price {verb}"):

@@ -1,7 +1,7 @@
 from django.urls import path
 from mozilla_django_oidc.views import OIDCLogoutView
 
-from .views import admin, auth, tenants, tokens
+from .views import admin, auth, isolation, tenants, tokens
 
 app_name = "portal"
 
@@ -19,6 +19,9 @@ urlpatterns = [
     path("tenants/<slug:slug>/suspend/", admin.tenant_suspend, name="tenant-suspend"),
     path("tenants/<slug:slug>/resume/", admin.tenant_resume, name="tenant-resume"),
     path("tenants/<slug:slug>/trust-level/", admin.tenant_trust_level, name="tenant-trust-level"),
+    path("tenants/<slug:slug>/isolation/", isolation.isolation, name="tenant-isolation"),
+    path("tenants/<slug:slug>/blocked-flows/", isolation.dropped_flows, name="tenant-dropped-flows"),
+    path("tenants/<slug:slug>/kubeconfig/", isolation.kubeconfig, name="tenant-kubeconfig"),
     path("approvals/", admin.approvals, name="approvals"),
     path("tokens/", tokens.token_list, name="tokens"),
     path("tokens/<int:pk>/revoke/", tokens.token_revoke, name="token-revoke"),

@@ -3,7 +3,10 @@
 from .base import *  # noqa: F403
 from .base import VAR_DIR, env, env_bool
 
-DEBUG = env_bool("DEBUG", True)
+# Off by default even in the demo: Django's DEBUG error pages list every URL pattern and settings to whoever
+# hits a 404/500 (a tenant owner opening another team's tenant saw the URL list). The portal's own 403/404/500
+# pages are shown instead; WhiteNoise serves static files either way. DEBUG=1 turns the debug pages back on.
+DEBUG = env_bool("DEBUG", False)
 # The embedded demo keeps its SQLite file and GitOps repository here; make it on first use, whichever
 # entry point (gpufleet script, manage.py, celery) starts first.
 VAR_DIR.mkdir(parents=True, exist_ok=True)

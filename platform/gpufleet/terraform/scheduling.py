@@ -15,7 +15,7 @@ from .common import Base, guarded, split_key
 QUOTA_REQUEST_HINT = (
     "Setting a quota directly needs a platform-admin token. As a tenant owner or admin, ask for it with a "
     "quota request instead (POST /api/v1/quota-requests/ with the same tenant, flavor and numbers, or the "
-    "portal's GPU quotas page); a platform admin reviews and approves it."
+    "portal's GPU flavors page → your tenant); a platform admin reviews and approves it."
 )
 
 

@@ -15,11 +15,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="verb", required=True)
-        create = sub.add_parser("create")
+        create = sub.add_parser("create", help="create a cohort (optionally nested under --parent)")
         create.add_argument("name")
         create.add_argument("--parent", default=None)
         create.add_argument("--weight", default=None, help="fair-sharing weight (default 1)")
-        sub.add_parser("list")
+        sub.add_parser("list", help="all cohorts")
 
     def handle(self, *args: object, verb: str, **o: object) -> None:
         if verb == "list":

@@ -16,7 +16,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="verb", required=True)
-        create = sub.add_parser("create")
+        create = sub.add_parser("create", help="an inference endpoint of a tenant, scaled by its tier")
         create.add_argument("slug")
         create.add_argument("name")
         create.add_argument("--model", required=True, help="served model name (vLLM model_name label)")
@@ -25,14 +25,14 @@ class Command(BaseCommand):
         create.add_argument("--queue-target", default=None)
         create.add_argument("--kv-cache-target", default=None, help="0-1 fraction (default 0.8)")
         create.add_argument("--trigger-metric", action="append", default=None)
-        sub.add_parser("list").add_argument("slug", nargs="?")
+        sub.add_parser("list", help="endpoints (of one tenant, or all)").add_argument("slug", nargs="?")
         tier = sub.add_parser("tier", help="create or change an SLA tier (platform admin)")
         tier.add_argument("tier_name")
         for option in ("min-replicas", "max-replicas", "cooldown-seconds", "polling-seconds", "prewarm-start",
                        "prewarm-end", "prewarm-replicas", "description"):
             tier.add_argument(f"--{option}", default=None)
-        sub.add_parser("tiers")
-        delete = sub.add_parser("delete")
+        sub.add_parser("tiers", help="the SLA tiers and their scaling settings")
+        delete = sub.add_parser("delete", help="remove an endpoint")
         delete.add_argument("slug")
         delete.add_argument("name")
 

@@ -32,7 +32,7 @@ class Command(BaseCommand):
         capacity.add_argument("name")
         capacity.add_argument("--capacity", default=None)
         capacity.add_argument("--overcommit-factor", default=None)
-        sub.add_parser("list")
+        sub.add_parser("list", help="all flavors with capacity and weight")
 
     def handle(self, *args: object, verb: str, **o: object) -> None:
         if verb == "list":

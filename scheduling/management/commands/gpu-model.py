@@ -15,12 +15,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="verb", required=True)
-        create = sub.add_parser("create")
+        create = sub.add_parser("create", help="a physical GPU model (as dcgm-exporter names it)")
         create.add_argument("name")
         create.add_argument("--dcgm-name", required=True, help="modelName as dcgm-exporter reports it")
         create.add_argument("--memory-mib", required=True)
         create.add_argument("--node-label", default="", help="value of nvidia.com/gpu.product on its nodes")
-        sub.add_parser("list")
+        sub.add_parser("list", help="all GPU models")
 
     def handle(self, *args: object, verb: str, **o: object) -> None:
         if verb == "list":

@@ -15,7 +15,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="verb", required=True)
-        create = sub.add_parser("create")
+        create = sub.add_parser("create", help="a Karpenter node pool for a flavor")
         create.add_argument("name")
         create.add_argument("--flavor", required=True)
         create.add_argument("--gpu-limit", required=True)
@@ -27,7 +27,7 @@ class Command(BaseCommand):
         create.add_argument("--consolidate-after", default="1h")
         create.add_argument("--allow-underutilized", action="store_true",
                             help="explicit override needed for WhenEmptyOrUnderutilized (evicts live inference)")
-        sub.add_parser("list")
+        sub.add_parser("list", help="all node pools")
 
     def handle(self, *args: object, verb: str, **o: object) -> None:
         if verb == "list":

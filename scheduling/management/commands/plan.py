@@ -50,7 +50,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="what", required=True)
-        auto = sub.add_parser("autoscaling")
+        auto = sub.add_parser("autoscaling", help="recommend scaling settings for an endpoint")
         auto.add_argument("--endpoint", required=True, metavar="SLUG/NAME")
         auto.add_argument("--days", type=float, default=2.0)
         auto.add_argument("--seed", type=int, default=0)

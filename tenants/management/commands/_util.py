@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from django.core.management.base import CommandError
@@ -28,6 +29,19 @@ def tenant_json(tenant: Tenant) -> dict[str, Any]:
         "namespace": tenant.namespace,
         "conditions": tenant.conditions,
     }
+
+
+def tenant_table(tenants: Iterable[Tenant]) -> str:
+    """A table a person reads: slug, phase, trust level, how far reconciliation got, display name."""
+    rows = [("SLUG", "PHASE", "TRUST", "SYNCED", "NAME")]
+    for t in tenants:
+        synced = "yes" if t.observed_generation == t.generation else f"{t.observed_generation} of {t.generation}"
+        rows.append((t.slug, t.phase, t.trust_level, synced, t.display_name))
+    if len(rows) == 1:
+        return "no tenants (create one: gpufleet tenant create <slug> --trust-level standard)"
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join("  ".join(f"{cell!s:<{w}}" for cell, w in zip(row, widths, strict=False)) + "  " + row[-1]
+                     for row in rows)
 
 
 def get_tenant(slug: str) -> Tenant:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
 from gpufleet.accounts.roles import PLATFORM_ADMIN, set_platform_roles
@@ -30,7 +30,11 @@ DEMO_TENANTS = [
 class Command(BaseCommand):
     help = "Seed demo users and tenants; running it again changes nothing."
 
-    def handle(self, *args: object, **opts: object) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--url", default="http://127.0.0.1:8000",
+                            help="where the portal is served (only for the sign-in hint printed)")
+
+    def handle(self, *args: object, url: str = "http://127.0.0.1:8000", **opts: object) -> None:
         User = get_user_model()
         with acting(task="cli:demo"):
             with transaction.atomic():
@@ -55,6 +59,6 @@ class Command(BaseCommand):
             for seed in SEEDERS:  # the other apps' parts of the demo fleet (catalog, quotas, prices)
                 seed(users, tenants)
         self.stdout.write(
-            "Demo data ready. Sign in at http://127.0.0.1:8000/login/ as "
+            f"Demo data ready. Sign in at {url.rstrip('/')}/login/ as "
             f"admin / {DEMO_PASSWORD} (platform admin) or alice / {DEMO_PASSWORD} (tenant owner)."
         )

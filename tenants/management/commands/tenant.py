@@ -9,7 +9,7 @@ from tenants import actions
 from tenants.errors import ActionError
 from tenants.models import Tenant, TrustLevel
 
-from ._util import action_error, dumps, get_tenant, tenant_json
+from ._util import action_error, dumps, get_tenant, tenant_json, tenant_table
 
 
 class Command(BaseCommand):
@@ -22,16 +22,20 @@ class Command(BaseCommand):
         create.add_argument("--trust-level", required=True, help=f"one of {', '.join(TrustLevel.values)}")
         create.add_argument("--display-name", default=None)
         create.add_argument("--approve", action="store_true", help="approve at once (platform admin)")
-        for verb in ("approve", "suspend", "resume", "delete", "show"):
-            sub.add_parser(verb).add_argument("slug")
-        reject = sub.add_parser("reject")
+        for verb, text in (("approve", "approve a requested tenant (platform admin)"),
+                           ("suspend", "suspend a tenant"),
+                           ("resume", "resume a suspended tenant"), ("delete", "delete a tenant"),
+                           ("show", "one tenant as JSON")):
+            sub.add_parser(verb, help=text).add_argument("slug")
+        reject = sub.add_parser("reject", help="reject a requested tenant")
         reject.add_argument("slug")
         reject.add_argument("--reason", default="")
-        update = sub.add_parser("update")
+        update = sub.add_parser("update", help="change a tenant's display name or trust level")
         update.add_argument("slug")
         update.add_argument("--trust-level", default=None)
         update.add_argument("--display-name", default=None)
-        sub.add_parser("list")
+        listing = sub.add_parser("list", help="all tenants as a table (--json for scripts)")
+        listing.add_argument("--json", action="store_true", help="print JSON, one object per tenant")
 
     def handle(self, *args: object, verb: str, **opts: object) -> None:
         with acting(task=f"cli:tenant {verb}"):
@@ -42,7 +46,11 @@ class Command(BaseCommand):
 
     def _dispatch(self, verb: str, opts: dict) -> None:
         if verb == "list":
-            self.stdout.write(dumps([tenant_json(t) for t in Tenant.objects.all()]))
+            tenants = Tenant.objects.order_by("slug")
+            if opts["json"]:
+                self.stdout.write(dumps([tenant_json(t) for t in tenants]))
+            else:
+                self.stdout.write(tenant_table(tenants))
             return
         if verb == "create":
             tenant = actions.request_tenant(opts["slug"], opts["trust_level"], opts["display_name"])

@@ -31,3 +31,38 @@ def isotime(value: object) -> str:
     if moment.tzinfo is not None:
         moment = moment.astimezone(UTC)
     return moment.strftime("%Y-%m-%d %H:%M:%S")
+
+
+# Condition reasons that mean "this feature is switched off here", not "this failed": shown neutral.
+SWITCHED_OFF_REASONS = frozenset({"NotConfigured", "Disabled"})
+
+
+@register.filter
+def condition_state(condition: object) -> dict[str, str]:
+    """How a tenant condition reads in the portal: {"tone": true|false|unknown|disabled, "label": ...}.
+    A feature that is not configured (OpenBao off) is "disabled", not a red False."""
+    if not isinstance(condition, dict):
+        return {"tone": "unknown", "label": "Unknown"}
+    if condition.get("reason") in SWITCHED_OFF_REASONS:
+        return {"tone": "disabled", "label": "Disabled"}
+    status = str(condition.get("status") or "Unknown")
+    return {"tone": status.lower(), "label": status}
+
+
+@register.filter
+def sync_badge(tenant: object) -> dict[str, str] | None:
+    """What the tenant list says after the phase: whether the latest change is live, only where that
+    question makes sense. A requested tenant awaits approval; a deleted or rejected one has nothing to sync
+    (no green "2 live" on a deleted tenant). Generation numbers go in the hover title."""
+    from tenants.models import Phase
+
+    phase = getattr(tenant, "phase", None)
+    generation, observed = getattr(tenant, "generation", 0), getattr(tenant, "observed_generation", 0)
+    if phase == Phase.REQUESTED:
+        return {"tone": "neutral", "label": "awaiting approval", "title": "a platform admin reviews the request"}
+    if phase in (Phase.DELETED, Phase.REJECTED):
+        return None
+    if observed >= generation:
+        return {"tone": "good", "label": "in sync", "title": f"generation {generation} is live"}
+    return {"tone": "waiting", "label": "syncing",
+            "title": f"generation {generation} not live yet; {observed or 'nothing'} applied"}

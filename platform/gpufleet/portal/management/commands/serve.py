@@ -24,7 +24,7 @@ class Command(BaseCommand):
     def handle(self, *args: object, addrport: str, no_seed: bool, **opts: object) -> None:
         call_command("migrate", interactive=False, verbosity=0)
         if not no_seed:
-            call_command("demo")
+            call_command("demo", url=f"http://{addrport}")
         call_command("reconcile", all=True)
         if settings.CELERY_TASK_ALWAYS_EAGER:
             self._start_beat()
