@@ -9,7 +9,7 @@ import yaml
 from infra.schemas import SchemaRegistry
 from tests.support.services import REFERENCE_DIR, REPO, need_reference
 
-EXAMPLES = REPO / "deploy" / "gitops-sync"
+EXAMPLES = REPO / "examples" / "gitops-sync"
 
 
 def objects(name: str) -> list[dict]:
