@@ -6,7 +6,6 @@ and role still in OpenBao; the condition says why; once OpenBao is back the same
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,7 +21,6 @@ from tests.support import factories
 from tests.support.services import free_port, running, stop, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.service]
-ROOT = "gpufleet-fault-root"
 
 
 @pytest.fixture(autouse=True)
@@ -32,47 +30,79 @@ def _reconcile_driven_by_the_test(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 class Bao:
-    """A private dev server (the session one is shared and must not be sealed)."""
+    """A private server (the session one is shared and must not be sealed).
+
+    Not `-dev`: dev mode prints its unseal key only in a banner and puts its cluster listener on the
+    API port + 1, which another process may hold (a CI run once failed on exactly that: the bind
+    failed and the banner never came). Here both ports are chosen free, the server starts sealed
+    and uninitialised, and the test initialises it over the API, which hands back the unseal key
+    and the root token: nothing is scraped from a log.
+    """
 
     def __init__(self, tmp_path: Path) -> None:
         self.port = free_port()
+        self.cluster_port = free_port()
+        while self.cluster_port == self.port:
+            self.cluster_port = free_port()
         self.addr = f"http://127.0.0.1:{self.port}"
         self.home = tmp_path / "bao"
         self.home.mkdir()
         self.log = self.home / "bao.log"
+        self.config = self.home / "bao.hcl"
+        self.config.write_text(
+            'storage "inmem" {}\n'
+            'listener "tcp" {\n'
+            f'  address = "127.0.0.1:{self.port}"\n'
+            f'  cluster_address = "127.0.0.1:{self.cluster_port}"\n'
+            "  tls_disable = true\n"
+            "}\n"
+            "disable_mlock = true\n"
+            f'api_addr = "{self.addr}"\n'
+            f'cluster_addr = "https://127.0.0.1:{self.cluster_port}"\n'
+        )
+        self.root_token = ""
+        self.unseal_key = ""
 
     def client(self) -> hvac.Client:
-        return hvac.Client(url=self.addr, token=ROOT, timeout=5)
+        return hvac.Client(url=self.addr, token=self.root_token or None, timeout=5)
 
-    def unseal_key(self) -> str:
-        match = re.search(r"Unseal Key: (\S+)", self.log.read_text())
-        assert match, self.log.read_text()
-        return match.group(1)
+    def initialise(self) -> None:
+        keys = self.client().sys.initialize(secret_shares=1, secret_threshold=1)
+        self.root_token, self.unseal_key = keys["root_token"], keys["keys"][0]
+        self.unseal()
 
     def seal(self) -> None:
         self.client().sys.seal()
         assert self.client().sys.is_sealed()
 
     def unseal(self) -> None:
-        self.client().sys.submit_unseal_key(self.unseal_key())
+        self.client().sys.submit_unseal_key(self.unseal_key)
         wait_for(lambda: not self.client().sys.is_sealed(), timeout=15, what="OpenBao unsealed")
+
+
+def _answers(server: Bao) -> bool:
+    try:
+        server.client().sys.read_health_status(method="GET")
+    except Exception:  # not listening yet
+        return False
+    return True
 
 
 @pytest.fixture
 def bao(tmp_path: Path, settings) -> Iterator[tuple[Bao, object]]:
     server = Bao(tmp_path)
-    argv = [bao_binary(), "server", "-dev", f"-dev-root-token-id={ROOT}",
-            f"-dev-listen-address=127.0.0.1:{server.port}"]
-    env = {"HOME": str(server.home), "PATH": "/usr/bin:/bin", "BAO_DISABLE_MLOCK": "true"}
+    argv = [bao_binary(), "server", f"-config={server.config}"]
+    env = {"HOME": str(server.home), "PATH": "/usr/bin:/bin"}
     with running(argv, server.log, env=env) as proc:
-        wait_for(lambda: server.client().sys.is_initialized() and not server.client().sys.is_sealed(),
-                 timeout=30, what="bao server -dev")
+        wait_for(lambda: _answers(server), timeout=30, what=f"bao server (log: {server.log})")
+        server.initialise()
         root = server.client()  # the operator's one-time setup, as in tests/secrets/conftest.py
+        root.sys.enable_secrets_engine("kv", path="secret", options={"version": "2"})
         root.sys.enable_auth_method("kubernetes", path="kubernetes")
         root.auth.kubernetes.configure(kubernetes_host="https://127.0.0.1:6443", kubernetes_ca_cert=throwaway_ca_pem(),
                                        disable_local_ca_jwt=True, mount_point="kubernetes")
         settings.GPUFLEET_OPENBAO_ADDR = server.addr
-        settings.GPUFLEET_OPENBAO_TOKEN = ROOT
+        settings.GPUFLEET_OPENBAO_TOKEN = server.root_token
         yield server, proc
 
 
@@ -93,7 +123,7 @@ def test_sealed_during_provisioning_then_unsealed(bao) -> None:
     assert reconcile.reconcile_tenant(tenant.pk).phase == Phase.READY
     tenant.refresh_from_db()
     assert tenant.condition("Secrets")["reason"] == "Provisioned"
-    assert OpenBao.connect(server.addr, token=ROOT).tenant_status("sealed")["policy"] is True
+    assert OpenBao.connect(server.addr, token=server.root_token).tenant_status("sealed")["policy"] is True
 
 
 def test_down_during_teardown_keeps_the_tenant_deprovisioning_until_it_is_back(bao, settings) -> None:
