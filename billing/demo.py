@@ -41,6 +41,16 @@ def seed_billing(users: dict[str, Any], tenants: dict[str, Any]) -> None:
     if UsageRecord.objects.filter(hour__gte=start, hour__lt=end).exists():
         return
     weights = {f.name: f.weight for f in Flavor.objects.filter(name__in=PRICES)}
+    actions.store_usage(start, end, _pattern(start, end, weights))
+    actions.draft_all(f"{start:%Y-%m}", currency)
+    # This month so far (settled hours only), so the overview's spend and forecast have figures.
+    now_hour = clock.now().astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+    if now_hour > end:
+        actions.store_usage(end, now_hour, _pattern(end, now_hour, weights))
+
+
+def _pattern(start: datetime, end: datetime, weights: dict[str, Decimal]) -> list[Any]:
+    """Working hours on weekdays, the PATTERN's units held for the whole hour."""
     samples = []
     hour = start
     while hour < end:
@@ -50,5 +60,4 @@ def seed_billing(users: dict[str, Any], tenants: dict[str, Any]) -> None:
                     unit_seconds = Decimal(units * 3600)
                     samples.append(actions.Sample(slug, flavor, hour, unit_seconds, unit_seconds * weights[flavor]))
         hour += timedelta(hours=1)
-    actions.store_usage(start, end, samples)
-    actions.draft_all(f"{start:%Y-%m}", currency)
+    return samples

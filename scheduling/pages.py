@@ -46,7 +46,7 @@ def tenant_gpu(request: HttpRequest, slug: str) -> HttpResponse:
     modes = allowed_modes(tenant)
     allowed = [f.name for f in Flavor.objects.all() if f.mode in modes]
     defaults.ensure_rows()
-    tiers = list(SlaTier.objects.values_list("name", flat=True))
+    tiers = list(SlaTier.objects.values_list("name", "description"))
     quota_form = QuotaRequestForm(request.POST if "propose" in request.POST else None, flavors=allowed)
     endpoint_form = EndpointForm(request.POST if "endpoint" in request.POST else None, tiers=tiers)
     if request.method == "POST":

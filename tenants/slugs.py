@@ -17,17 +17,17 @@ RESERVED = {"default", "kube-system", "kube-public", "kube-node-lease", "platfor
 
 
 def slug_errors(slug: object) -> list[str]:
-    """Reasons the slug is not acceptable; empty when it is."""
+    """Reasons the slug is not acceptable, every rule it breaks; empty when it is."""
     if slug is None or slug == "":
         return ["is required"]
-    # The shape first (any length), then the slug's own, shorter length limit.
-    if problems := k8s_names.dns1123_label(slug, max_length=k8s_names.DNS1123_SUBDOMAIN_MAX):
+    # The shape (at any length), then the slug's own, shorter length limit and the reserved names.
+    problems = k8s_names.dns1123_label(slug, max_length=k8s_names.DNS1123_SUBDOMAIN_MAX)
+    if not isinstance(slug, str):
         return problems
-    assert isinstance(slug, str)
     if not SLUG_MIN <= len(slug) <= SLUG_MAX:
-        return [f"must be {SLUG_MIN} to {SLUG_MAX} characters long (got {len(slug)})"]
+        problems.append(f"must be {SLUG_MIN} to {SLUG_MAX} characters long (got {len(slug)})")
     if slug in RESERVED:
-        return [f"'{slug}' is reserved"]
+        problems.append(f"'{slug}' is reserved")
     if slug.startswith(RESERVED_PREFIXES):
-        return [f"must not start with {', '.join(repr(p) for p in RESERVED_PREFIXES)}"]
-    return []
+        problems.append(f"must not start with {', '.join(repr(p) for p in RESERVED_PREFIXES)}")
+    return problems

@@ -45,21 +45,33 @@ def text_problems(value: object) -> list[str]:
 
 
 def dns1123_label(value: object, *, max_length: int = DNS1123_LABEL_MAX) -> list[str]:
-    """An object name such as a namespace or a Service: lowercase letters, digits and '-'."""
-    if problems := text_problems(value):
-        return problems
-    assert isinstance(value, str)
+    """An object name such as a namespace or a Service: lowercase letters, digits and '-'.
+
+    Every rule the value breaks is listed ("Speech Lab!" breaks three), so a person fixes it in one go."""
+    if not isinstance(value, str):
+        return text_problems(value)
     if value == "":
         return ["is required"]
+    problems: list[str] = []
+    if any(ch.isspace() for ch in value) or any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value):
+        problems.append("must not contain whitespace or control characters")
+    if not value.isascii():
+        problems.append("must contain only ASCII characters (no look-alike letters)")
     if len(value) > max_length:
-        return [f"must be at most {max_length} characters (got {len(value)})"]
-    if not DNS1123_LABEL.fullmatch(value):
-        if value != value.lower():
-            return ["must be lowercase"]
-        if value[0] == "-" or value[-1] == "-":
-            return ["must start and end with a letter or digit"]
-        return [f"must be a DNS-1123 label: lowercase letters, digits and '-', at most {max_length} characters"]
-    return []
+        problems.append(f"must be at most {max_length} characters (got {len(value)})")
+    if DNS1123_LABEL.fullmatch(value):
+        return problems
+    if value != value.lower():
+        problems.append("must be lowercase")
+    # Characters no rule above already named (not whitespace, not uppercase, not non-ASCII).
+    others = sorted({ch for ch in value if ch.isascii() and ch.isprintable() and not ch.isspace()
+                     and not ch.isupper() and not (ch.isalnum() or ch == "-")})
+    if others:
+        shown = " ".join(repr(ch) for ch in others)
+        problems.append(f"must be a DNS-1123 label: only lowercase letters, digits and '-' (not {shown})")
+    if value[0] == "-" or value[-1] == "-":
+        problems.append("must start and end with a letter or digit")
+    return problems
 
 
 def dns1123_subdomain(value: object) -> list[str]:

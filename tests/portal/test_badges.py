@@ -29,7 +29,7 @@ def test_tenant_list_badges_follow_the_phase(admin_client_, alice) -> None:
     Tenant.objects.filter(pk=ready.pk).update(phase=Phase.READY, generation=3, observed_generation=3)
     behind = factories.tenant("behind", "standard", owner=alice)
     Tenant.objects.filter(pk=behind.pk).update(phase=Phase.READY, generation=4, observed_generation=3)
-    page = admin_client_.get(reverse("portal:home")).content.decode()
+    page = admin_client_.get(reverse("portal:tenant-list")).content.decode()
 
     gone = row_of(page, "gone")
     assert ">deleted<" in gone and "live" not in gone and 'data-testid="sync"' not in gone

@@ -83,7 +83,7 @@ def test_non_admin_nav_has_no_approvals(alice_client) -> None:
 
 def test_my_tenants_lists_only_mine_with_my_role(alice_client, acme, bob) -> None:
     factories.tenant("other", "standard", owner=bob)
-    page = alice_client.get(reverse("portal:home")).content.decode()
+    page = alice_client.get(reverse("portal:tenant-list")).content.decode()
     assert reverse("portal:tenant-detail", args=["acme"]) in page
     assert "other" not in page
     assert "<td>owner</td>" in page

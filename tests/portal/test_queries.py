@@ -25,14 +25,14 @@ def _tenants(owner, count: int, start: int = 0) -> None:  # type: ignore[no-unty
 def test_member_tenant_list_queries(alice, alice_client, django_assert_max_num_queries, count) -> None:
     _tenants(alice, count)
     with django_assert_max_num_queries(MAX_QUERIES):
-        page = alice_client.get(reverse("portal:home")).content.decode()
+        page = alice_client.get(reverse("portal:tenant-list")).content.decode()
     assert page.count('href="/tenants/team-') == count
 
 
 def test_admin_tenant_list_queries(alice, admin_client_, django_assert_max_num_queries) -> None:
     _tenants(alice, 50)
     with django_assert_max_num_queries(MAX_QUERIES):
-        page = admin_client_.get(reverse("portal:home")).content.decode()
+        page = admin_client_.get(reverse("portal:tenant-list")).content.decode()
     assert page.count('href="/tenants/team-') == 50
 
 

@@ -1,12 +1,13 @@
 from django.urls import path
 from mozilla_django_oidc.views import OIDCLogoutView
 
-from .views import admin, auth, isolation, tenants, tokens
+from .views import admin, auth, home, isolation, tenants, tokens
 
 app_name = "portal"
 
 urlpatterns = [
-    path("", tenants.tenant_list, name="home"),
+    path("", home.home, name="home"),
+    path("tenants/", tenants.tenant_list, name="tenant-list"),
     path("login/", auth.login, name="login"),
     # Ends the Django session, then the provider's when OIDC is on (gpufleet.accounts.oidc.provider_logout_url).
     path("logout/", OIDCLogoutView.as_view(), name="logout"),

@@ -59,6 +59,9 @@ ROOT_URLCONF = "gpufleet.urls"
 WSGI_APPLICATION = "gpufleet.wsgi.application"
 ASGI_APPLICATION = "gpufleet.asgi.application"
 
+# Every form renders in the portal's one style (label, widget, its errors, help; see the renderer).
+FORM_RENDERER = "gpufleet.portal.forms_renderer.PortalFormRenderer"
+
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",

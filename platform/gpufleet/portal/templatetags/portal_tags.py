@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from django import template
 
@@ -66,3 +67,19 @@ def sync_badge(tenant: object) -> dict[str, str] | None:
         return {"tone": "good", "label": "in sync", "title": f"generation {generation} is live"}
     return {"tone": "waiting", "label": "syncing",
             "title": f"generation {generation} not live yet; {observed or 'nothing'} applied"}
+
+
+@register.filter
+def described(field: Any) -> str:
+    """The field's widget, pointing (aria-describedby) at its own errors and help text, so a screen reader
+    reads "must not be negative" with the field it concerns."""
+    ids = []
+    if field.errors:
+        ids.append(f"{field.auto_id}_errors")
+    if field.help_text:
+        ids.append(f"{field.auto_id}_helptext")
+    attrs = {"aria-describedby": " ".join(ids)} if ids else {}
+    if field.errors:
+        attrs["aria-invalid"] = "true"
+    return field.as_widget(attrs=attrs)
+

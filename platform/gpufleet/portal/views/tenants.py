@@ -15,6 +15,7 @@ from gpufleet.accounts.roles import is_platform_admin
 from gpufleet.audit.models import AuditEvent
 from tenants import actions
 from tenants.errors import ActionError
+from tenants.isolation.kubeconfig import kubeconfig_yaml
 from tenants.models import FINAL_PHASES, Membership, Phase, Tenant, can_manage
 
 from ..access import require_manager, scoped_tenant
@@ -38,7 +39,11 @@ def tenant_list(request: HttpRequest) -> HttpResponse:
     # however many tenants it lists.
     my_role = Membership.objects.filter(tenant=OuterRef("pk"), user=request.user).values("role")[:1]
     tenants = Tenant.objects.for_user(request.user).annotate(my_role=Subquery(my_role)).order_by("slug")
-    return render(request, "portal/tenant_list.html", {"tenants": tenants})
+    # ?phase=requested: the overview's "tenants by phase" figures link here.
+    phase = request.GET.get("phase") if request.GET.get("phase") in Phase.values else ""
+    if phase:
+        tenants = tenants.filter(phase=phase)
+    return render(request, "portal/tenant_list.html", {"tenants": tenants, "phase": phase})
 
 
 @login_required
@@ -123,8 +128,18 @@ def tenant_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "can_approve": admin and tenant.phase == Phase.REQUESTED,
         "can_suspend": admin and tenant.phase in SUSPENDABLE,
         "can_resume": admin and tenant.phase == Phase.SUSPENDED,
+        # Offer the download only when there is one to give; otherwise say why (no dead end behind a button).
+        "kubeconfig_problems": kubeconfig_problems(tenant),
     }
     return render(request, "portal/tenant_detail.html", context)
+
+
+def kubeconfig_problems(tenant: Tenant) -> list[str]:
+    try:
+        kubeconfig_yaml(tenant)
+    except ActionError as exc:
+        return [reason for reasons in exc.errors.values() for reason in reasons]
+    return []
 
 
 @login_required

@@ -1,0 +1,61 @@
+"""Figures on billing pages as a person writes them: "1,320 GPU-hours × 1.10 USD", not
+"1320.000000 unit-hours at 1.100000". Stored values keep their full precision; only the page rounds."""
+
+from __future__ import annotations
+
+from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
+from typing import Any
+
+from django import template
+
+register = template.Library()
+
+# What one unit-hour of each flavor mode is called (scheduling.models.Flavor.Mode values).
+UNIT_HOURS = {"whole": "GPU-hours", "mig": "MIG instance-hours", "hami": "GPU share-hours"}
+
+
+def _decimal(value: Any) -> Decimal | None:
+    if value is None or value == "":
+        return None
+    try:
+        return Decimal(str(value))
+    except (InvalidOperation, ValueError):
+        return None
+
+
+def quantity_text(value: Any, places: int = 3) -> str:
+    """1320.000000 -> "1,320"; 12.3456 -> "12.346"; trailing zeros dropped."""
+    number = _decimal(value)
+    if number is None:
+        return "—"
+    rounded = number.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_EVEN)
+    text = f"{rounded:,.{places}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def money_text(value: Any) -> str:
+    """At least two decimals, more only when the value has them: 1.100000 -> "1.10", 0.123400 -> "0.1234"."""
+    number = _decimal(value)
+    if number is None:
+        return "—"
+    normalized = number.normalize()
+    places = max(2, -normalized.as_tuple().exponent if normalized.as_tuple().exponent < 0 else 0)  # type: ignore[operator]
+    return f"{number:,.{places}f}"
+
+
+@register.filter
+def quantity(value: Any) -> str:
+    return quantity_text(value)
+
+
+@register.filter
+def money(value: Any) -> str:
+    return money_text(value)
+
+
+@register.simple_tag
+def line_reads(line: Any, currency: str) -> str:
+    """One invoice line's arithmetic: "1,320 GPU-hours × 1.10 USD"."""
+    mode = getattr(getattr(line, "flavor", None), "mode", "")
+    unit = UNIT_HOURS.get(mode, "GPU-hours")
+    return f"{quantity_text(line.quantity)} {unit} × {money_text(line.unit_price)} {currency}"

@@ -1,0 +1,125 @@
+"""What the home page shows: the fleet at a glance for admins, a tenant's state for its members.
+
+Read models only (no writes): each function gathers the figures with a fixed number of queries, so the home
+page costs the same however large the fleet is (per tenant shown, for the tenant home).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from django.db.models import Count, Sum
+from django.db.models.functions import Coalesce
+
+from billing.month_to_date import MonthToDate, allocation_now, month_to_date
+from billing.models import UsageRecord
+from gpufleet.audit.models import AuditEvent
+from scheduling import actions as scheduling_actions
+from scheduling.models import Flavor, InferenceEndpoint, Quota, QuotaChangeRequest
+from scheduling.sync import latest as latest_sync
+from tenants.models import Membership, Phase, Tenant
+
+# Tenants in these phases hold no quota (nothing is deployed, or it was removed).
+NOT_HOLDING = [Phase.REQUESTED, Phase.REJECTED, Phase.DELETED]
+TENANTS_ON_HOME = 5
+RECENT_ACTIVITY = 6
+
+
+@dataclass(frozen=True)
+class FlavorRow:
+    name: str
+    mode: str
+    capacity: int
+    sold: int
+    allocated: Decimal | None
+
+    @property
+    def sold_percent(self) -> int:
+        return min(100, round(100 * self.sold / self.capacity)) if self.capacity else 0
+
+    @property
+    def oversold(self) -> bool:
+        return self.sold > self.capacity
+
+
+def fleet(user: Any) -> dict[str, Any]:
+    """Platform and billing admins' home: tenants by phase, GPUs per flavor, waiting work, sync, money."""
+    counts = dict(Tenant.objects.values_list("phase").annotate(n=Count("id")).order_by())
+    phases = [(phase.value, counts.get(phase.value, 0)) for phase in Phase if counts.get(phase.value)]
+    sold = dict(Quota.objects.exclude(tenant__phase__in=NOT_HOLDING).values_list("flavor_id")
+                .annotate(n=Sum("nominal")).order_by())
+    allocation = allocation_now(UsageRecord.objects.all())
+    flavors = [
+        FlavorRow(f.name, f.mode, scheduling_actions.capacity_with_pools(f, f.pool_gpus), sold.get(f.pk, 0) or 0,
+                  allocation.units.get(f.name, Decimal(0)) if allocation.hour else None)
+        for f in Flavor.objects.for_user(user).annotate(pool_gpus=Coalesce(Sum("node_pools__gpu_limit"), 0))
+        .order_by("name")
+    ]
+    tenant_ids = list(Tenant.objects.exclude(phase__in=[Phase.REQUESTED, Phase.REJECTED])
+                      .values_list("pk", flat=True))
+    return {
+        "phases": phases,
+        "tenant_total": sum(counts.values()),
+        "pending_tenants": counts.get(Phase.REQUESTED.value, 0),
+        "flavors": flavors,
+        "allocation_hour": allocation.hour,
+        "quota_requests_waiting": QuotaChangeRequest.objects.filter(state=QuotaChangeRequest.State.PENDING).count(),
+        "sync_run": latest_sync(),
+        "spend": month_to_date(tenant_ids),
+    }
+
+
+@dataclass(frozen=True)
+class QuotaRow:
+    flavor: str
+    nominal: int
+    borrowing_limit: int | None
+    in_use: Decimal
+
+    @property
+    def headroom(self) -> Decimal:
+        return Decimal(self.nominal) - self.in_use
+
+
+@dataclass
+class TenantOverview:
+    tenant: Tenant
+    role: str
+    quotas: list[QuotaRow]
+    unquoted_use: dict[str, Decimal]
+    allocation_hour: Any
+    spend: MonthToDate | None
+    endpoints: list[InferenceEndpoint]
+    events: list[AuditEvent]
+    pending_requests: int
+
+
+def tenant_overviews(user: Any, *, billing_admin: bool) -> tuple[list[TenantOverview], int]:
+    """The caller's tenants (live ones first, at most TENANTS_ON_HOME) with their figures; and how many
+    tenants the caller has in all."""
+    roles = dict(Membership.objects.filter(user=user).values_list("tenant_id", "role"))
+    tenants = list(Tenant.objects.for_user(user).exclude(phase__in=[Phase.DELETED, Phase.REJECTED])
+                   .order_by("slug"))
+    total = len(tenants)
+    out = []
+    for tenant in tenants[:TENANTS_ON_HOME]:
+        allocation = allocation_now(UsageRecord.objects.filter(tenant=tenant))
+        quotas = [QuotaRow(q.flavor.name, q.nominal, q.borrowing_limit, allocation.units.get(q.flavor.name, Decimal(0)))
+                  for q in Quota.objects.filter(tenant=tenant).select_related("flavor")]
+        quoted = {q.flavor for q in quotas}
+        role = roles.get(tenant.pk, "")
+        # Money is for the tenant's owners and the billing team (as invoices are).
+        spend = month_to_date([tenant.pk]) if role == Membership.Role.OWNER or billing_admin else None
+        out.append(TenantOverview(
+            tenant=tenant, role=role, quotas=quotas,
+            unquoted_use={k: v for k, v in allocation.units.items() if k not in quoted and v},
+            allocation_hour=allocation.hour, spend=spend,
+            endpoints=list(InferenceEndpoint.objects.filter(tenant=tenant).select_related("tier")),
+            events=list(AuditEvent.objects.filter(tenant_slug=tenant.slug).select_related("actor_user")
+                        [:RECENT_ACTIVITY]),
+            pending_requests=QuotaChangeRequest.objects.filter(
+                tenant=tenant, state=QuotaChangeRequest.State.PENDING).count(),
+        ))
+    return out, total
