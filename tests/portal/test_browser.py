@@ -63,7 +63,7 @@ def test_request_approve_ready_in_a_real_browser(
         page.get_by_role("button", name="Approve vision-lab").click()
         page.wait_for_selector(".flash-success")
         seen["flash"] = page.inner_text(".flash")
-        page.get_by_role("link", name="My tenants").click()
+        page.get_by_role("link", name="Tenants", exact=True).click()
         page.get_by_role("link", name="vision-lab").click()
         page.wait_for_url(f"{base}/tenants/vision-lab/")
         seen["admin phase"] = page.inner_text("[data-testid=phase]")
@@ -73,6 +73,8 @@ def test_request_approve_ready_in_a_real_browser(
         sign_out(page)
 
         sign_in(page, base, "alice")
+        seen["alice home"] = page.inner_text("[data-testid=tenant-overview]")
+        page.get_by_role("link", name="Tenants", exact=True).click()
         seen["alice list"] = page.inner_text("[data-testid=tenant-list]")
         page.screenshot(path=str(shots / "4-my-tenants.png"), full_page=True)
 
@@ -92,6 +94,7 @@ def test_request_approve_ready_in_a_real_browser(
     assert "Your latest change is live" in seen["liveness"]
     assert "tenant-vision-lab" in seen["objects"] and "HelmRelease" in seen["objects"]
     assert "vision-lab" in seen["alice list"] and "ready" in seen["alice list"]
+    assert "Vision lab" in seen["alice home"] and "ready" in seen["alice home"]
 
     tenant = Tenant.objects.get(slug="vision-lab")
     assert tenant.phase == Phase.READY and tenant.observed_generation == tenant.generation
