@@ -1,4 +1,4 @@
-"""Figures on billing pages as a person writes them: "1,320 GPU-hours × 1.10 USD", not
+"""Figures on billing pages as a person writes them: "1,320 GPU-hours \N{MULTIPLICATION SIGN} 1.10 USD", not
 "1320.000000 unit-hours at 1.100000". Stored values keep their full precision; only the page rounds."""
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ def money_text(value: Any) -> str:
     number = _decimal(value)
     if number is None:
         return "—"
-    normalized = number.normalize()
-    places = max(2, -normalized.as_tuple().exponent if normalized.as_tuple().exponent < 0 else 0)  # type: ignore[operator]
+    exponent = number.normalize().as_tuple().exponent
+    places = max(2, -exponent) if isinstance(exponent, int) else 2
     return f"{number:,.{places}f}"
 
 
@@ -55,7 +55,7 @@ def money(value: Any) -> str:
 
 @register.simple_tag
 def line_reads(line: Any, currency: str) -> str:
-    """One invoice line's arithmetic: "1,320 GPU-hours × 1.10 USD"."""
+    """One invoice line's arithmetic: "1,320 GPU-hours \N{MULTIPLICATION SIGN} 1.10 USD"."""
     mode = getattr(getattr(line, "flavor", None), "mode", "")
     unit = UNIT_HOURS.get(mode, "GPU-hours")
-    return f"{quantity_text(line.quantity)} {unit} × {money_text(line.unit_price)} {currency}"
+    return f"{quantity_text(line.quantity)} {unit} \N{MULTIPLICATION SIGN} {money_text(line.unit_price)} {currency}"

@@ -50,8 +50,8 @@ def field_errors(html: str, field: str) -> str:
 
 def test_invoice_lines_read_as_a_person_writes_them(world):
     page = signed_in(world["alice"]).get(f"/billing/invoices/{world['acme'].pk}/").content.decode()
-    assert "1,320 GPU-hours × 1.10 USD" in page
-    assert "22 MIG instance-hours × 0.45 USD" in page
+    assert "1,320 GPU-hours \N{MULTIPLICATION SIGN} 1.10 USD" in page
+    assert "22 MIG instance-hours \N{MULTIPLICATION SIGN} 0.45 USD" in page
     assert "1,452.00 USD" in page  # 1,320 x 1.10
     assert "1320.000000" not in page and "unit-hours at" not in page
     assert "No OpenCost data for this period" in page

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import io
 import re
-from html.parser import HTMLParser
 from collections.abc import Iterator
 from decimal import Decimal
+from html.parser import HTMLParser
 
 import pytest
 from django.core.management import call_command
@@ -158,7 +158,8 @@ def test_tenant_home_shows_headroom_use_spend_endpoints_and_activity(demo) -> No
     assert 'href="/billing/usage/vision/" data-testid="tile-spend"' in vision
     assert "nightly-captions" in by_testid(vision, "overview-endpoints")
     assert 'href="/gpu/tenants/vision/" data-testid="tile-quota"' in vision
-    assert "tenant.request" in by_testid(vision, "overview-activity") or "tenant." in by_testid(vision, "overview-activity")
+    activity = by_testid(vision, "overview-activity")
+    assert "task:cli:demo · quota.set" in activity or "tenant." in activity, activity
 
 
 def test_members_see_use_but_not_money_and_never_other_tenants(demo) -> None:

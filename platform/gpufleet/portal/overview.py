@@ -13,8 +13,8 @@ from typing import Any
 from django.db.models import Count, Sum
 from django.db.models.functions import Coalesce
 
-from billing.month_to_date import MonthToDate, allocation_now, month_to_date
 from billing.models import UsageRecord
+from billing.month_to_date import MonthToDate, allocation_now, month_to_date
 from gpufleet.audit.models import AuditEvent
 from scheduling import actions as scheduling_actions
 from scheduling.models import Flavor, InferenceEndpoint, Quota, QuotaChangeRequest
