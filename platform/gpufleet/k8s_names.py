@@ -55,7 +55,7 @@ def dns1123_label(value: object, *, max_length: int = DNS1123_LABEL_MAX) -> list
     problems: list[str] = []
     if any(ch.isspace() for ch in value) or any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value):
         problems.append("must not contain whitespace or control characters")
-    if not value.isascii():
+    if any(not ch.isascii() and not ch.isspace() for ch in value):  # non-ASCII spaces are reported above
         problems.append("must contain only ASCII characters (no look-alike letters)")
     if len(value) > max_length:
         problems.append(f"must be at most {max_length} characters (got {len(value)})")

@@ -12,6 +12,7 @@ import pytest
 
 from tests.support import factories
 from tests.support.browser import PASSWORD, browser_page, sign_in
+from tests.support.clock import MID_NOVEMBER_2026, pinned
 
 pytestmark = [pytest.mark.service, pytest.mark.django_db(transaction=True)]
 
@@ -115,3 +116,22 @@ def test_sign_in_and_request_a_tenant_by_keyboard_alone(world, live_server) -> N
     for rule in ("whitespace", "lowercase", "'!'"):
         assert rule in errors, errors
     assert "id_slug_errors" in described and invalid == "true"
+
+
+def test_usage_chart_fills_its_card(world, live_server) -> None:
+    from tests.billing.helpers import catalog, hour, hours, sample, usage
+
+    flavors = catalog()
+    with pinned(MID_NOVEMBER_2026):
+        usage(hour(2026, 10, 1), hour(2026, 11, 1),
+              [sample("acme", flavors["a100"], at, "3600") for at in hours(hour(2026, 10, 2, 0), 48)])
+    with pinned(MID_NOVEMBER_2026), browser_page() as page:
+        sign_in(page, live_server.url, "alice")
+        page.goto(live_server.url + "/billing/usage/acme/?period=2026-10")
+        widths = page.evaluate("""() => {
+          const card = document.querySelector('[data-testid=usage-chart]');
+          const style = getComputedStyle(card);
+          const inner = card.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+          return {svg: card.querySelector('svg').getBoundingClientRect().width, inner};
+        }""")
+    assert widths["svg"] >= 0.98 * widths["inner"], widths
