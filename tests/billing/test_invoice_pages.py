@@ -25,10 +25,10 @@ def world():
     finance = factories.user("finance", roles={"billing-admin"})
     factories.tenant("acme", "trusted", owner=alice, phase="ready", members={"member": factories.user("carol")})
     factories.tenant("globex", "trusted", owner=bob, phase="ready")
-    # acme: 1,320 hours of one a100 (55 days would not fit a month: 4 GPUs x 330 hours), 22 MIG hours.
+    # acme: 1,320 a100-hours (4 GPUs x 330 hours from Oct 2), 22 MIG instance-hours on Oct 3.
     usage(hour(2026, 10, 1), hour(2026, 11, 1),
           [sample("acme", flavors["a100"], at, "14400") for at in hours(hour(2026, 10, 2, 0), 330)]
-          + [sample("acme", flavors["a100-3g"], at, "3600") for at in hours(hour(2026, 10, 20, 0), 22)]
+          + [sample("acme", flavors["a100-3g"], at, "3600") for at in hours(hour(2026, 10, 3, 0), 22)]
           + [sample("globex", flavors["a100"], hour(2026, 10, 7, 0), "7200")])
     actions.set_price("a100", "1.10", "USD", "2026-01-01")
     actions.set_price("a100-3g", "0.45", "USD", "2026-01-01")
@@ -139,5 +139,7 @@ def test_usage_by_day_is_one_row_per_day_not_per_day_and_flavor(world):
     page = signed_in(world["alice"]).get("/billing/usage/acme/?period=2026-10").content.decode()
     table = re.search(r'data-testid="usage-rows">(.*?)</table>', page, re.S).group(1)
     rows = re.findall(r"<tr>", table.split("<tbody>")[1])
-    # a100 runs Oct 2 .. Oct 15 (330 h), the MIG flavor on Oct 20: 15 days with usage, one row each.
-    assert len(rows) == 15
+    # a100 runs Oct 2 .. Oct 15 (330 h), the MIG flavor on Oct 3 as well: 14 days, one row each (not 15 rows
+    # of day and flavor), with a column per flavor.
+    assert len(rows) == 14
+    assert re.search(r"<td[^>]*>2026-10-03</td>\s*<td[^>]*>96</td>\s*<td[^>]*>9\.429</td>", table), table
