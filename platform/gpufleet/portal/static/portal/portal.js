@@ -16,6 +16,10 @@
       }
     });
   }
+  // A one-time secret is selected on focus, ready to copy (an inline onfocus would break the CSP).
+  document.addEventListener("focusin", function (event) {
+    if (event.target.classList && event.target.classList.contains("secret-value")) { event.target.select(); }
+  });
   window.addEventListener("resize", markScrollable);
   document.addEventListener("DOMContentLoaded", markScrollable);
 })();
