@@ -40,6 +40,9 @@ class InvoiceViewSet(ScopedReadOnlyViewSet):
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
         qs = super().get_queryset()
+        if self.action in ("list", "retrieve"):
+            # An invoice shows its tenant's slug, not the tenant's JSON columns (benchmarks/README.md, "API").
+            qs = qs.defer("tenant__conditions", "tenant__applied_objects")
         params = self.request.query_params
         if params.get("period"):
             qs = qs.filter(period=_period(params["period"]))

@@ -21,8 +21,11 @@ from .serializers import RejectSerializer, TenantCreateSerializer, TenantSeriali
 
 
 class TenantViewSet(TenantIsolationActions, ScopedModelViewSet):
+    # The members' columns the serializer shows, not whole User rows (password hash, dates...): half the
+    # CPU of a page of 50 tenants went into building users (benchmarks/README.md, "API").
     queryset = Tenant.objects.prefetch_related(
-        Prefetch("memberships", queryset=Membership.objects.select_related("user"))
+        Prefetch("memberships", queryset=Membership.objects.select_related("user").only(
+            "id", "tenant_id", "user_id", "role", "source", "user__id", "user__username"))
     )
     serializer_class = TenantSerializer
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
