@@ -315,8 +315,8 @@ def count_queries(route: Route, token: str | None) -> tuple[int, int]:
 
 def inprocess_cpu_ms(route: Route, token: str | None, n: int) -> float:
     """CPU ms per request of the whole Django stack, in this process, one request at a time (after a
-    warm-up; the best of 5 batches). Other load on the machine slows it far less than it slows req/s: the figure to compare
-    runs by."""
+    warm-up; the best of 5 batches). Other load on the machine slows it far less than it slows req/s:
+    the figure to compare runs by."""
     client = _client(token)
     client.get(route.path)
     batches = []
@@ -353,7 +353,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_ready(port: int, proc: subprocess.Popen, log: Path, timeout: float = 60) -> None:
+def wait_ready(port: int, proc: subprocess.Popen, log: Path, timeout: float = 240) -> None:
     import http.client
 
     deadline = time.monotonic() + timeout
@@ -371,15 +371,20 @@ def wait_ready(port: int, proc: subprocess.Popen, log: Path, timeout: float = 60
     sys.exit(f"the server did not answer within {timeout} s:\n{log.read_text()[-3000:]}")
 
 
-def _cpu_ticks(pids: list[int]) -> int:
-    total = 0
+def _cpu_ticks(pids: list[int]) -> dict[int, int]:
+    ticks = {}
     for pid in pids:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += int(fields[11]) + int(fields[12])  # utime + stime (the process's threads included)
-    return total
+        ticks[pid] = int(fields[11]) + int(fields[12])  # utime + stime (the process's threads included)
+    return ticks
+
+
+def _spent(before: dict[int, int], after: dict[int, int]) -> int:
+    """Ticks spent by the processes alive at both ends (a backend that went away is not counted)."""
+    return sum(max(0, after[pid] - before[pid]) for pid in before if pid in after)
 
 
 def server_pids(master: int) -> list[int]:
@@ -562,8 +567,8 @@ def main() -> int:
             before, db_before = _cpu_ticks(pids), _cpu_ticks(db_pids)
             result = run(port, route, tokens[route.caller], args.clients, args.duration)
             hz = os.sysconf("SC_CLK_TCK")
-            result["cpu_ms"] = (_cpu_ticks(pids) - before) / hz * 1000 / max(1, result["requests"])
-            result["db_cpu_ms"] = ((_cpu_ticks(db_pids) - db_before) / hz * 1000 / max(1, result["requests"])
+            result["cpu_ms"] = _spent(before, _cpu_ticks(pids)) / hz * 1000 / max(1, result["requests"])
+            result["db_cpu_ms"] = (_spent(db_before, _cpu_ticks(db_pids)) / hz * 1000 / max(1, result["requests"])
                                    if db_pids else None)
             result["load"] = loadavg()
             route.result = result
