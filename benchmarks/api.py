@@ -551,12 +551,14 @@ def main() -> int:
     argv = server_argv(chart_argv, port)
     log = tmp / "server.log"
     print(f"server: {' '.join(argv[:1] + [Path(a).name if a.startswith('/') else a for a in argv[1:]])}")
-    print(f"        chart web values: workers={web.get('workers')} threads={web.get('threads')}"
-          f"{' workerClass=' + str(web['workerClass']) if web.get('workerClass') else ''}; settings {SETTINGS}")
+    print(f"        chart web values: workerClass={web.get('workerClass', 'sync')} workers={web.get('workers')} "
+          f"threads={web.get('threads')}; settings {SETTINGS}")
     print(f"client: {client_name}, {args.clients} connections, {args.duration} s per route, loopback")
     with log.open("wb") as out:
         proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=tmp, start_new_session=True)
     failures = []
+    # A SIGTERM (a timeout, an impatient operator) still stops gunicorn and drops the database (finally:).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         wait_ready(port, proc, log)
         pids = server_pids(proc.pid)
