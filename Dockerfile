@@ -65,4 +65,5 @@ ENV PATH=/opt/gpufleet/venv/bin:$PATH \
 USER 10001:10001
 WORKDIR /tmp
 EXPOSE 8000
-CMD ["gunicorn", "gpufleet.wsgi:application", "--bind=0.0.0.0:8000"]
+# The chart's web command (helm/gpufleet: gthread, one process per CPU, 4 threads each; benchmarks/README.md).
+CMD ["gunicorn", "gpufleet.wsgi:application", "--bind=0.0.0.0:8000", "--worker-class=gthread", "--workers=2", "--threads=4"]

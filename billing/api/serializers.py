@@ -2,12 +2,13 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from gpufleet.api.representation import CompiledRepresentation
 from gpufleet.api.serializers import StrictSerializer
 
 from ..models import Invoice, InvoiceLine, Price
 
 
-class InvoiceLineSerializer(serializers.ModelSerializer):
+class InvoiceLineSerializer(CompiledRepresentation, serializers.ModelSerializer):
     adjusts_invoice = serializers.CharField(source="adjusts.number", read_only=True, default=None)
 
     class Meta:
@@ -18,7 +19,7 @@ class InvoiceLineSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class InvoiceSerializer(serializers.ModelSerializer):
+class InvoiceSerializer(CompiledRepresentation, serializers.ModelSerializer):
     tenant = serializers.CharField(source="tenant.slug", read_only=True)
     period = serializers.CharField(source="period_label", read_only=True)
     replaces = serializers.CharField(source="replaces.number", read_only=True, default=None)
@@ -32,7 +33,7 @@ class InvoiceSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class PriceSerializer(serializers.ModelSerializer):
+class PriceSerializer(CompiledRepresentation, serializers.ModelSerializer):
     flavor = serializers.CharField(source="flavor.name", read_only=True)
 
     class Meta:

@@ -4,6 +4,7 @@ through billing.actions."""
 
 from __future__ import annotations
 
+from django.db.models import Prefetch
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -17,13 +18,14 @@ from rest_framework.views import APIView
 
 from gpufleet.accounts.roles import is_billing_admin
 from gpufleet.api.permissions import IsBillingAdmin
+from gpufleet.api.prefetch import attach_children
 from gpufleet.api.viewsets import ScopedReadOnlyViewSet
 from infra.errors import PermanentError, TransientError
 from tenants.errors import ActionError
 from tenants.models import Tenant
 
 from .. import actions, exports, opencost_source, reconciliation
-from ..models import Invoice, Price, UsageRecord
+from ..models import Invoice, InvoiceLine, Price, UsageRecord
 from ..periods import parse_period, period_bounds
 from ..usage_view import daily_usage
 from .serializers import DraftSerializer, InvoiceSerializer, PriceSerializer, PriceSetSerializer, VoidSerializer
@@ -34,12 +36,26 @@ def _require_billing_admin(request: Request) -> None:
         raise PermissionDenied("only billing admins may do this")
 
 
+def _lines():  # type: ignore[no-untyped-def]
+    return InvoiceLine.objects.select_related("adjusts")
+
+
 class InvoiceViewSet(ScopedReadOnlyViewSet):
-    queryset = Invoice.objects.select_related("tenant", "replaces").prefetch_related("lines__adjusts")
+    queryset = Invoice.objects.select_related("tenant", "replaces")
     serializer_class = InvoiceSerializer
+
+    def paginate_queryset(self, queryset):  # type: ignore[no-untyped-def]
+        # The page's lines in one query, without a queryset clone per invoice (gpufleet/api/prefetch.py).
+        page = super().paginate_queryset(queryset)
+        return page if page is None else attach_children(page, "lines", _lines())
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
         qs = super().get_queryset()
+        if self.action != "list":  # a list attaches the lines of its page (paginate_queryset)
+            qs = qs.prefetch_related(Prefetch("lines", queryset=_lines()))
+        if self.action in ("list", "retrieve"):
+            # An invoice shows its tenant's slug, not the tenant's JSON columns (benchmarks/README.md, "API").
+            qs = qs.defer("tenant__conditions", "tenant__applied_objects")
         params = self.request.query_params
         if params.get("period"):
             qs = qs.filter(period=_period(params["period"]))

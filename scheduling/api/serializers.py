@@ -5,6 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from gpufleet.api.fields import NameField
+from gpufleet.api.representation import CompiledRepresentation
 from gpufleet.api.serializers import StrictSerializer, documented
 
 from ..models import Cohort, Flavor, GpuNodePool, InferenceEndpoint, Quota, QuotaChangeRequest, TenantScheduling
@@ -23,7 +24,7 @@ WEIGHT_SCHEMA = {"type": "number", "minimum": 0, "maximum": 1000}
 
 
 
-class FlavorSerializer(serializers.ModelSerializer):
+class FlavorSerializer(CompiledRepresentation, serializers.ModelSerializer):
     gpu_model = serializers.CharField(source="gpu_model.name", read_only=True)
     dcgm_model_name = serializers.CharField(source="gpu_model.dcgm_model_name", read_only=True)
     resource_name = serializers.CharField(read_only=True)
@@ -60,7 +61,7 @@ class NodePoolCreateSerializer(StrictSerializer):
     gpus_per_node = documented(serializers.JSONField, COUNT_SCHEMA, required=False, default=8)
 
 
-class QuotaSerializer(serializers.ModelSerializer):
+class QuotaSerializer(CompiledRepresentation, serializers.ModelSerializer):
     tenant = serializers.CharField(source="tenant.slug", read_only=True)
     flavor = serializers.CharField(source="flavor.name", read_only=True)
 

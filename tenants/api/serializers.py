@@ -3,6 +3,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from gpufleet.api.fields import NameField
+from gpufleet.api.representation import CompiledRepresentation
 from gpufleet.api.serializers import StrictSerializer, documented
 
 from ..actions import DISPLAY_NAME_MAX
@@ -17,7 +18,7 @@ DISPLAY_NAME_SCHEMA = {"type": "string", "maxLength": DISPLAY_NAME_MAX, "pattern
 ROLE_SCHEMA = serializers.ChoiceField(choices=Membership.Role.choices)
 
 
-class MembershipSerializer(serializers.ModelSerializer):
+class MembershipSerializer(CompiledRepresentation, serializers.ModelSerializer):
     user = serializers.CharField(source="user.username", read_only=True)
 
     class Meta:
@@ -26,7 +27,7 @@ class MembershipSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class MemberSerializer(serializers.ModelSerializer):
+class MemberSerializer(CompiledRepresentation, serializers.ModelSerializer):
     """One membership as its own resource: /api/v1/members/ (natural key: tenant slug + username)."""
 
     tenant = serializers.CharField(source="tenant.slug", read_only=True)
@@ -51,7 +52,7 @@ class MemberUpdateSerializer(StrictSerializer):
         return "is immutable" if name in ("tenant", "user") else "is not a field that can be changed"
 
 
-class TenantSerializer(serializers.ModelSerializer):
+class TenantSerializer(CompiledRepresentation, serializers.ModelSerializer):
     namespace = serializers.CharField(read_only=True)
     synced = serializers.BooleanField(source="is_synced", read_only=True)
     memberships = MembershipSerializer(many=True, read_only=True)

@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from gpufleet.accounts.roles import is_platform_admin
+from gpufleet.api.prefetch import attach_children
 from gpufleet.api.viewsets import ScopedModelViewSet
 
 from .. import actions
@@ -20,21 +21,31 @@ from ..models import Membership, Tenant, can_manage
 from .serializers import RejectSerializer, TenantCreateSerializer, TenantSerializer, TenantUpdateSerializer
 
 
+def members():  # type: ignore[no-untyped-def]
+    """Memberships with the columns the API shows, not whole User rows (password hash, dates...)."""
+    return Membership.objects.select_related("user").only(
+        "id", "tenant_id", "user_id", "role", "source", "user__id", "user__username")
+
+
 class TenantViewSet(TenantIsolationActions, ScopedModelViewSet):
-    queryset = Tenant.objects.prefetch_related(
-        Prefetch("memberships", queryset=Membership.objects.select_related("user"))
-    )
+    queryset = Tenant.objects.all()
     serializer_class = TenantSerializer
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
         qs = super().get_queryset()
+        if self.action != "list":  # a list attaches the members of its page (paginate_queryset)
+            qs = qs.prefetch_related(Prefetch("memberships", queryset=members()))
         params = self.request.query_params
         if params.get("slug"):
             qs = qs.filter(slug=params["slug"])
         if params.get("phase"):
             qs = qs.filter(phase=params["phase"])
         return qs
+
+    def paginate_queryset(self, queryset):  # type: ignore[no-untyped-def]
+        page = super().paginate_queryset(queryset)
+        return page if page is None else attach_children(page, "memberships", members())
 
     @extend_schema(parameters=[OpenApiParameter("slug", OpenApiTypes.STR), OpenApiParameter("phase", OpenApiTypes.STR)])
     def list(self, request: Request, *args: object, **kwargs: object) -> Response:

@@ -199,6 +199,20 @@ def test_web_probes_name_an_allowed_host():
     assert default == ["gpufleet", f"gpufleet.{NAMESPACE}.svc", f"gpufleet.{NAMESPACE}.svc.cluster.local"]
 
 
+def test_web_runs_gthread_workers_one_per_cpu_and_the_image_does_the_same():
+    """The worker model benchmarks/api.py chose (benchmarks/README.md, "API"): gthread, a few processes with
+    threads, not many sync processes; the image's default command is the chart's."""
+    web = containers(render().get("Deployment", "gpufleet-web"))[0]
+    args = dict(a.split("=", 1) for a in web["args"] if a.startswith("--") and "=" in a)
+    assert args["--worker-class"] == "gthread"
+    assert int(args["--workers"]) <= 2 and int(args["--threads"]) >= 2
+    cmd = next(line for line in (REPO / "Dockerfile").read_text().splitlines() if line.startswith("CMD "))
+    image = json.loads(cmd.removeprefix("CMD "))
+    assert image[:2] == ["gunicorn", "gpufleet.wsgi:application"]
+    assert {a for a in image if a.startswith(("--worker-class", "--workers", "--threads"))} == {
+        f"{k}={v}" for k, v in args.items() if k in ("--worker-class", "--workers", "--threads")}
+
+
 def test_service_and_ingress_route_to_the_web_pods():
     rendered = render(PRODUCTION_VALUES)
     service = rendered.get("Service", "gpufleet")

@@ -21,6 +21,12 @@ def has_role(user: AbstractBaseUser | AnonymousUser | None, role: str) -> bool:
     return role in cache
 
 
+def remember_roles(user: AbstractBaseUser, roles: set[str]) -> None:
+    """Record the user's platform roles, read along with the user (API token authentication), so that
+    has_role asks the database no more. Only PLATFORM_ROLES are ever asked for."""
+    user._gpufleet_roles = {role for role in roles if role in PLATFORM_ROLES}  # type: ignore[attr-defined]
+
+
 def is_platform_admin(user: AbstractBaseUser | AnonymousUser | None) -> bool:
     return has_role(user, PLATFORM_ADMIN)
 

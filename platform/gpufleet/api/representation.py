@@ -1,0 +1,167 @@
+"""Faster read serialization for the API's hot list routes, with DRF's exact output.
+
+DRF's `Serializer.to_representation` walks every field of every row through the generic
+`Field.get_attribute` (a loop over the dotted source, a Mapping check, a "simple callable" check with
+`inspect` per value, exception handling) before the field's own `to_representation`. For a page of 50
+tenants with their members that is ~1,200 generic lookups, about a third of the request's CPU
+(benchmarks/README.md, "API").
+
+`CompiledRepresentation` decides once per serializer instance (the child of a `many=True` list is one
+instance for all rows) how each field is read:
+
+- a plain model column (the source is one concrete, non-relation field's attribute name) is read with
+  `operator.attrgetter`; a Char/Integer/JSON field's representation is then `str`/`int`/the value
+  itself, any other field's (dates, decimals, choices) its own `to_representation`;
+- a column reached through forward foreign keys (`tenant.slug`) is read the same way;
+- dates and decimals get DRF's formatting with what DRF recomputes per value (the current zone, the
+  decimal context and quantum) computed once per serializer;
+- every other field (dotted sources, properties, callables, nested serializers, dates and decimals with
+  their formatting) goes through DRF's own `get_attribute` and `to_representation`, unchanged.
+
+The output is identical to DRF's (tests/api/test_representation.py compares both on the same rows).
+"""
+
+from __future__ import annotations
+
+import decimal
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from operator import attrgetter
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+from rest_framework import ISO_8601
+from rest_framework import fields as f
+from rest_framework.fields import SkipField
+from rest_framework.relations import PKOnlyObject
+from rest_framework.serializers import BaseSerializer
+from rest_framework.settings import api_settings
+
+# Exact classes only: a subclass may override to_representation.
+_DIRECT: dict[type, Callable[[Any], Any] | None] = {
+    f.CharField: str,
+    f.IntegerField: int,
+    f.JSONField: None,  # non-binary: the value itself (checked below)
+}
+
+
+def _datetime(field: f.DateTimeField) -> Callable[[Any], Any]:
+    """DateTimeField.to_representation for the ISO 8601 case with the zone resolved once (DRF asks
+    asgiref's context-local for the current zone per value). Anything else: the field's own method."""
+    if getattr(field, "format", api_settings.DATETIME_FORMAT) != ISO_8601 or not settings.USE_TZ:
+        return field.to_representation
+    zone = field.timezone if hasattr(field, "timezone") else timezone.get_current_timezone()
+    if zone is None:
+        return field.to_representation
+    slow = field.to_representation
+
+    def represent(value: Any) -> Any:
+        if type(value) is not datetime or value.tzinfo is None:
+            return slow(value)
+        text = value.astimezone(zone).isoformat()
+        return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+    return represent
+
+
+def _decimal(field: f.DecimalField) -> Callable[[Any], Any]:
+    """DecimalField.to_representation (string output) with the quantum and context built once (DRF
+    copies the decimal context and computes the quantum per value)."""
+    coerce = getattr(field, "coerce_to_string", api_settings.COERCE_DECIMAL_TO_STRING)
+    if not coerce or field.localize or field.normalize_output or field.decimal_places is None:
+        return field.to_representation
+    context = decimal.getcontext().copy()
+    if field.max_digits is not None:
+        context.prec = field.max_digits
+    quantum = decimal.Decimal(".1") ** field.decimal_places
+    rounding = field.rounding
+    slow = field.to_representation
+
+    def represent(value: Any) -> Any:
+        if type(value) is not decimal.Decimal:
+            return slow(value)
+        return f"{value.quantize(quantum, rounding=rounding, context=context):f}"
+
+    return represent
+
+
+def _converter(field: f.Field) -> Callable[[Any], Any]:
+    kind = type(field)
+    if kind is f.DateTimeField:
+        return _datetime(field)  # type: ignore[arg-type]
+    if kind is f.DecimalField:
+        return _decimal(field)  # type: ignore[arg-type]
+    return field.to_representation
+
+
+def _column_names(model: Any) -> set[str]:
+    """Attributes that hold a column's value as loaded (no relation: those may raise DoesNotExist)."""
+    return {field.attname for field in model._meta.concrete_fields if not field.is_relation}
+
+
+def _forward_path(model: Any, attrs: list[str]) -> bool:
+    """`attrs` walks forward foreign keys / one-to-ones of `model` to a plain column (`tenant.slug`)."""
+    for attr in attrs[:-1]:
+        try:
+            relation = model._meta.get_field(attr)
+        except Exception:  # a property or anything else that is not a model field
+            return False
+        if not (relation.is_relation and (relation.many_to_one or relation.one_to_one)
+                and relation.concrete):
+            return False
+        model = relation.related_model
+    return attrs[-1] in _column_names(model)
+
+
+class CompiledRepresentation:
+    """Mixin for read-only ModelSerializers (before `serializers.ModelSerializer` in the bases)."""
+
+    def _compiled(self) -> list[tuple[str, Callable[[Any], Any] | None, Callable[[Any], Any] | None, Any]]:
+        plan = self.__dict__.get("_representation_plan")
+        if plan is not None:
+            return plan  # type: ignore[no-any-return]
+        columns = _column_names(self.Meta.model)  # type: ignore[attr-defined]
+        plan = []
+        for field in self._readable_fields:  # type: ignore[attr-defined]
+            attrs = field.source_attrs
+            kind = type(field)
+            direct = (kind in _DIRECT and len(attrs) == 1 and attrs[0] in columns
+                      and not (kind is f.JSONField and field.binary))
+            if direct:
+                plan.append((field.field_name, attrgetter(attrs[0]), _DIRECT[kind], None))
+            elif len(attrs) == 1 and attrs[0] in columns and not isinstance(field, BaseSerializer):
+                # A column with its field's own formatting (dates, decimals, choices).
+                plan.append((field.field_name, attrgetter(attrs[0]), _converter(field), None))
+            elif len(attrs) > 1 and not isinstance(field, BaseSerializer) and _forward_path(
+                    self.Meta.model, attrs):  # type: ignore[attr-defined]
+                # `tenant.slug`: read through the (selected) relation; a missing relation (None on the
+                # way) takes DRF's path below, which applies the field's default / null rules.
+                plan.append((field.field_name, attrgetter(".".join(attrs)), _converter(field), field))
+            else:
+                plan.append((field.field_name, None, None, field))
+        self.__dict__["_representation_plan"] = plan
+        return plan
+
+    def to_representation(self, instance: Any) -> dict[str, Any]:
+        if isinstance(instance, Mapping):  # validated data, not a row: DRF's way
+            return super().to_representation(instance)  # type: ignore[misc,no-any-return]
+        ret: dict[str, Any] = {}
+        for name, getter, convert, field in self._compiled():
+            if getter is not None:
+                try:
+                    value = getter(instance)
+                except AttributeError:
+                    if field is None:
+                        raise
+                else:
+                    ret[name] = value if value is None or convert is None else convert(value)
+                    continue
+            # DRF's generic path (Serializer.to_representation), field by field.
+            try:
+                attribute = field.get_attribute(instance)
+            except SkipField:
+                continue
+            check_for_none = attribute.pk if isinstance(attribute, PKOnlyObject) else attribute
+            ret[name] = None if check_for_none is None else field.to_representation(attribute)
+        return ret

@@ -1,0 +1,74 @@
+"""gpufleet.api.representation: the compiled read path gives exactly DRF's own output, row for row."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from rest_framework import serializers
+
+from billing.api.serializers import InvoiceLineSerializer, InvoiceSerializer, PriceSerializer
+from billing.models import Invoice, Price
+from gpufleet import clock
+from gpufleet.api.representation import CompiledRepresentation
+from scheduling.api.serializers import FlavorSerializer, QuotaSerializer
+from scheduling.models import Flavor, Quota
+from tenants.api.serializers import MemberSerializer, MembershipSerializer, TenantSerializer
+from tenants.models import Membership, Tenant
+
+from .test_query_counts import World
+
+pytestmark = pytest.mark.django_db
+
+
+def _drf(monkeypatch, serializer_class, rows):  # type: ignore[no-untyped-def]
+    """The same serializer with DRF's generic to_representation everywhere (nested serializers too)."""
+    with monkeypatch.context() as patched:
+        patched.setattr(CompiledRepresentation, "to_representation", serializers.Serializer.to_representation)
+        return serializer_class(rows, many=True).data
+
+
+def _world() -> World:
+    world = World()
+    world.members(world.tenant, 3)
+    Tenant.objects.filter(pk=world.tenant.pk).update(
+        conditions=[{"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+        applied_objects=["Namespace.core/-/tenant-x"], last_reconciled_at=clock.now() - timedelta(microseconds=7))
+    world.quotas(2)
+    Quota.objects.filter(pk=Quota.objects.order_by("pk").first().pk).update(borrowing_limit=None)
+    first, second = world.invoices(2, lines=3)
+    Invoice.objects.filter(pk=second.pk).update(replaces=first, opencost_cost=Decimal("1.23456"))
+    second.lines.filter(position=1).update(adjusts=first, billed_unit_seconds=Decimal("12.5"))
+    world.prices(2)
+    return world
+
+
+@pytest.mark.parametrize("serializer_class,rows", [
+    (TenantSerializer, lambda: Tenant.objects.prefetch_related("memberships__user")),
+    (MembershipSerializer, lambda: Membership.objects.select_related("user")),
+    (MemberSerializer, lambda: Membership.objects.select_related("tenant", "user")),
+    (QuotaSerializer, lambda: Quota.objects.select_related("tenant", "flavor")),
+    (FlavorSerializer, lambda: Flavor.objects.select_related("gpu_model")),
+    (InvoiceSerializer,
+     lambda: Invoice.objects.select_related("tenant", "replaces").prefetch_related("lines__adjusts")),
+    (InvoiceLineSerializer, lambda: Invoice.objects.order_by("-pk").first().lines.select_related("adjusts")),
+    (PriceSerializer, lambda: Price.objects.select_related("flavor")),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_compiled_output_is_drf_output(monkeypatch, serializer_class, rows) -> None:
+    _world()
+    objects = list(rows())
+    assert objects
+    fast = serializer_class(objects, many=True).data
+    assert fast == _drf(monkeypatch, serializer_class, objects)
+    # Same types too (a Decimal string stays a string, None stays None, dates are the same text).
+    assert [{k: type(v) for k, v in row.items()} for row in fast] == \
+        [{k: type(v) for k, v in row.items()} for row in _drf(monkeypatch, serializer_class, objects)]
+
+
+def test_a_missing_relation_takes_the_fields_default() -> None:
+    """`replaces.number` with no replaced invoice: DRF's default (None), not an AttributeError."""
+    world = _world()
+    invoice = Invoice.objects.select_related("tenant", "replaces").get(pk=world.invoice().pk)
+    assert invoice.replaces is None
+    assert InvoiceSerializer(invoice).data["replaces"] is None
