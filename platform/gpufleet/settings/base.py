@@ -291,6 +291,10 @@ GPUFLEET_METRICS_URL = env("GPUFLEET_METRICS_URL", "http://vmsingle.monitoring.s
 # the Kueue configuration the platform installs (docs/scheduling.md).
 GPUFLEET_KUEUE_FAIR_SHARING = env_bool("GPUFLEET_KUEUE_FAIR_SHARING", False)
 GPUFLEET_DEFAULT_COHORT = env("GPUFLEET_DEFAULT_COHORT", "gpufleet")
+# MultiKueue mode (scheduling.multikueue): a tenant's home cluster dispatches jobs that name the
+# `gpu-dispatch` LocalQueue to its other placements. Needs Kueue's MultiKueue feature (beta, on by default)
+# and, on each manager, a Secret `multikueue-<worker>` (key `kubeconfig`) in Kueue's namespace per worker.
+GPUFLEET_MULTIKUEUE = env_bool("GPUFLEET_MULTIKUEUE", False)
 GPUFLEET_TOPOLOGY_NAME = env("GPUFLEET_TOPOLOGY_NAME", "gpu-topology")
 # Node labels from the widest to the narrowest domain (block = NVLink/IB domain, rack, host).
 GPUFLEET_TOPOLOGY_LEVELS = env_list(
