@@ -18,15 +18,16 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.db import IntegrityError, transaction
+from django.db.models import Sum
 
 from gpufleet import k8s_names
 from gpufleet.audit.record import record
-from tenants.errors import ActionError
+from tenants.errors import ActionError, Conflict
 from tenants.models import TrustLevel
 
-from . import placement_actions
-from .models import Quota
-from .models_clusters import Cluster, Placement, PlacementChangeRequest
+from . import actions, placement_actions
+from .models import Flavor, GpuNodePool, Quota
+from .models_clusters import DEFAULT_CLUSTER, Cluster, ClusterFlavor, Placement, PlacementChangeRequest
 
 Errors = dict[str, list[str]]
 TEXT_FIELDS = {"region": 63, "region_name": 200, "gitops_path": 200, "kube_api": 300, "kubeconfig_secret": 300,
@@ -146,6 +147,35 @@ def update_cluster(cluster: Cluster, **data: Any) -> Cluster:
         if before != cluster.spec():
             record("cluster.update", cluster, before=before, after=cluster.spec())
     return cluster
+
+
+def delete_cluster(cluster: Cluster) -> None:
+    """Remove an empty cluster: no placements, node pools or quotas may still point at it (drain first).
+    Its flavor offers go with it and each flavor's fleet capacity shrinks by what it offered there."""
+    if cluster.name == DEFAULT_CLUSTER:
+        raise Conflict(f"'{DEFAULT_CLUSTER}' is where rows without a cluster belong; it cannot be removed")
+    with transaction.atomic():
+        cluster = Cluster.objects.select_for_update().get(pk=cluster.pk)
+        still = {what: n for what, n in (
+            ("placements", Placement.objects.filter(cluster=cluster).count()),
+            ("node pools", GpuNodePool.objects.filter(cluster=cluster).count()),
+            ("quotas", Quota.objects.filter(cluster=cluster).count())) if n}
+        if still:
+            listed = ", ".join(f"{n} {what}" for what, n in still.items())
+            raise Conflict(f"cluster '{cluster.name}' still has {listed}: drain it first "
+                           f"(gpufleet cluster drain-placements {cluster.name})")
+        before = cluster.spec()
+        flavors = list(Flavor.objects.select_for_update().filter(cluster_offers__cluster=cluster))
+        ClusterFlavor.objects.filter(cluster=cluster).delete()
+        for flavor in flavors:
+            flavor.capacity = ClusterFlavor.objects.filter(flavor=flavor).aggregate(n=Sum("capacity"))["n"] or 0
+            promised = actions.held_quota(flavor).aggregate(n=Sum("nominal"))["n"] or 0
+            if promised > actions.allowed_total(flavor):
+                raise Conflict(f"tenants hold {promised} units of '{flavor.name}' as nominal quota; without "
+                               f"'{cluster.name}' the fleet would offer {actions.allowed_total(flavor)}")
+            flavor.save(update_fields=["capacity"])
+        record("cluster.delete", cluster, before=before)
+        cluster.delete()
 
 
 @dataclass

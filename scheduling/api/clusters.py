@@ -107,7 +107,7 @@ class ClusterViewSet(ScopedViewSetMixin, mixins.CreateModelMixin, viewsets.ReadO
     serializer_class = ClusterSerializer
     lookup_field = "name"
     lookup_value_regex = "[a-z0-9-]+"
-    http_method_names = ["get", "post", "patch", "head", "options"]
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
     def get_serializer_context(self) -> dict[str, Any]:
         context = super().get_serializer_context()
@@ -136,6 +136,13 @@ class ClusterViewSet(ScopedViewSetMixin, mixins.CreateModelMixin, viewsets.ReadO
         cluster = self.get_object()
         require_platform_admin(request)
         return self._answer(cluster_actions.update_cluster(cluster, **validated(ClusterUpdateSerializer, request)))
+
+
+    def destroy(self, request: Request, *args: object, **kwargs: object) -> Response:
+        cluster = self.get_object()
+        require_platform_admin(request)
+        cluster_actions.delete_cluster(cluster)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class PlacementSerializer(serializers.ModelSerializer):

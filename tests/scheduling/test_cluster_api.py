@@ -141,3 +141,19 @@ def test_placement_requests_follow_review_and_trust(world) -> None:
     assert not Placement.objects.filter(tenant=world["acme"], cluster__name="training").exists()
     again = admin.post(f"/api/v1/placement-requests/{pk}/approve/", {}, format="json")
     assert again.status_code == 409
+
+
+def test_delete_only_an_empty_cluster_and_its_capacity_goes_with_it(world) -> None:
+    admin = world["admin"]
+    assert world["alice"].delete("/api/v1/clusters/dev/").status_code == 403
+    busy = admin.delete("/api/v1/clusters/training/")
+    assert busy.status_code == 409 and "2 placements" in busy.json()["detail"]
+    assert admin.delete("/api/v1/clusters/default/").status_code == 409
+    actions.set_cluster_flavor("dev", "h100", capacity=4)
+    assert actions.Flavor.objects.get(name="h100").capacity == 12
+    zeta_dev = PlacementChangeRequest.objects.create(tenant=world["zeta"], cluster=Cluster.objects.get(name="dev"),
+                                                     action="remove")
+    placement_actions.approve_placement_change(zeta_dev)
+    assert admin.delete("/api/v1/clusters/dev/").status_code == 204
+    assert not Cluster.objects.filter(name="dev").exists()
+    assert actions.Flavor.objects.get(name="h100").capacity == 8
