@@ -11,12 +11,14 @@ register = template.Library()
 
 
 @register.inclusion_tag("scheduling/_placements.html")
-def tenant_placements(tenant: Any) -> dict[str, Any]:
+def tenant_placements(tenant: Any, with_requests: bool = True) -> dict[str, Any]:
+    """One query for the placements (with their clusters); one more for open requests when asked."""
     from scheduling.models_clusters import Placement, PlacementChangeRequest
 
+    requests = PlacementChangeRequest.objects.filter(
+        tenant=tenant, state=PlacementChangeRequest.State.PENDING).select_related("cluster")
     return {
         "tenant": tenant,
-        "placements": Placement.objects.filter(tenant=tenant).select_related("cluster"),
-        "open_requests": PlacementChangeRequest.objects.filter(
-            tenant=tenant, state=PlacementChangeRequest.State.PENDING).select_related("cluster"),
+        "placements": list(Placement.objects.filter(tenant=tenant).select_related("cluster")),
+        "open_requests": list(requests) if with_requests else [],
     }
