@@ -29,4 +29,12 @@ class SchedulingConfig(AppConfig):
 
         if place_new_tenant not in tenant_actions.ON_REQUEST:
             tenant_actions.ON_REQUEST.append(place_new_tenant)
+        from . import delivery
+
+        if not tenant_render.PLACEMENT_HOOKS:
+            tenant_render.PLACEMENT_HOOKS.append(delivery.placed_for_tenant)
+            tenant_render.PLATFORM_TARGET_HOOKS.append(delivery.platform_targets)
+        if delivery.record_placement not in reconcile.PLACEMENT_STATUS_HOOKS:
+            reconcile.PLACEMENT_STATUS_HOOKS.append(delivery.record_placement)
+            reconcile.PLATFORM_STATUS_HOOKS.append(delivery.record_platform)
         from . import demo  # noqa: F401  (registers the demo fleet's catalog seeder)
