@@ -111,3 +111,26 @@ def _cluster_status(name: str, error: InfraError | None) -> None:
         Cluster.objects.filter(name=name).update(reachable=False, status_message=str(error)[:2000])
     else:
         Cluster.objects.filter(name=name).update(reachable=True, status_message=str(error)[:2000])
+
+
+def kube_clusters() -> tuple[list[tuple[str, str, str, str]], str]:
+    """tenants.backends.KUBE_CLUSTER_HOOKS: every cluster's API reference; `default` is where gpufleet runs
+    (its empty reference means GPUFLEET_KUBECONFIG or the pod's service account)."""
+    from .models_clusters import Cluster, default_cluster_id
+
+    default_cluster_id()
+    rows = [(c.name, c.tree, c.kube_api, c.kubeconfig_secret) for c in Cluster.objects.all()]
+    local = next((tree for name, tree, _, _ in rows if name == DEFAULT_CLUSTER), "")
+    return rows, local
+
+
+def reserved_pools_values(view: TenantView, ctx: RenderContext, values: dict[str, Any]) -> None:
+    """tenants.render.VCLUSTER_VALUES_HOOKS: pods the tenant's vCluster syncs tolerate the node pools of its home
+    cluster reserved for its trust level -- and no others (pure; nothing added when no pool is reserved)."""
+    from .nodepools import reserved_pool_tolerations
+
+    cat = ctx.extra.get("scheduling")
+    tolerations = reserved_pool_tolerations(view.trust_level, cat) if cat is not None else []
+    if tolerations:
+        pods = values.setdefault("sync", {}).setdefault("toHost", {}).setdefault("pods", {})
+        pods["enforceTolerations"] = sorted({*pods.get("enforceTolerations", []), *tolerations})
