@@ -34,7 +34,7 @@ from .models import (
     SlaTier,
     TenantScheduling,
 )
-from .models_clusters import Cluster, ClusterFlavor, default_cluster_id
+from .models_clusters import DEFAULT_CLUSTER, Cluster, ClusterFlavor, default_cluster_id
 from .render import REFUSED_METRICS
 
 Errors = dict[str, list[str]]
@@ -287,7 +287,7 @@ def create_cohort(name: Any, *, parent: Any = None, fair_sharing_weight: Any = N
 def create_node_pool(name: Any, *, flavor: Any, gpu_limit: Any, instance_types: Any = None,
                      capacity_types: Any = None, node_class: str = "gpu", consolidation_policy: Any = None,
                      consolidate_after: Any = "1h", allow_underutilized: bool = False,
-                     gpus_per_node: Any = 8) -> GpuNodePool:
+                     gpus_per_node: Any = 8, cluster: Any = None, trust_levels: Any = None) -> GpuNodePool:
     """A Karpenter GPU NodePool. `WhenEmptyOrUnderutilized` needs allow_underutilized=True and is
     reported back as a warning (GpuNodePool.warnings): it evicts live inference."""
     errors: Errors = {}
@@ -316,12 +316,18 @@ def create_node_pool(name: Any, *, flavor: Any, gpu_limit: Any, instance_types: 
         elif value is not None:
             # Each becomes a value of a NodePool requirement (a label value on the node).
             k8s_names.check(lambda v: k8s_names.each(k8s_names.label_value, v, "label values"), value, field, errors)
+    cluster_row = Cluster.objects.filter(name=cluster or DEFAULT_CLUSTER).first() if isinstance(
+        cluster, str | None) else None
+    if cluster_row is None and cluster not in (None, ""):
+        errors["cluster"] = [f"unknown cluster {cluster!r}"]
+    levels = validation.trust_levels(trust_levels, "trust_levels", errors)
     if not errors and GpuNodePool.objects.filter(name=name).exists():
         errors["name"] = [f"node pool '{name}' already exists"]
     if errors:
         raise ActionError(errors)
     with transaction.atomic():
         pool = GpuNodePool.objects.create(
+            cluster_id=cluster_row.pk if cluster_row else default_cluster_id(), trust_levels=levels,
             name=name, flavor=flavor_row, gpu_limit=limit, instance_types=instance_types or [],
             capacity_types=capacity_types or ["on-demand"], node_class=node_class, consolidation_policy=policy,
             consolidate_after=consolidate_after, allow_underutilized=bool(allow_underutilized),
@@ -414,16 +420,49 @@ def check_quota(tenant: Tenant, flavor: Any, nominal: Any, borrowing_limit: Any,
     return row, n, borrow, lend
 
 
+def quota_cluster(tenant: Tenant, cluster: Any, row: Flavor | None, nominal: int | None) -> Cluster:
+    """The cluster a quota is on: the one named, else the tenant's home. The tenant must be placed there, the
+    flavor offered there, and -- on a cluster other than `default`, whose capacity the fleet check above
+    covers -- the nominal quotas of every tenant on it fit its capacity (x overcommit, plus its node pools)."""
+    from .models_clusters import Placement
+
+    if cluster in (None, ""):
+        home = Placement.objects.filter(tenant=tenant, home=True).select_related("cluster").first()
+        found = home.cluster if home else Cluster.objects.get(pk=default_cluster_id())
+    else:
+        found = Cluster.objects.filter(name=cluster).first() if isinstance(cluster, str) else None
+        if found is None:
+            raise ActionError({"cluster": [f"unknown cluster {cluster!r}"]})
+    if found.name != DEFAULT_CLUSTER and not Placement.objects.filter(tenant=tenant, cluster=found).exists():
+        raise ActionError({"cluster": [f"tenant '{tenant.slug}' is not placed on cluster '{found.name}' "
+                                       "(propose a placement first)"]})
+    if row is None or nominal is None or found.name == DEFAULT_CLUSTER:
+        return found
+    offer = ClusterFlavor.objects.filter(cluster=found, flavor=row).first()
+    if offer is None:
+        raise ActionError({"flavor": [f"'{row.name}' is not offered on cluster '{found.name}'"]})
+    pool_gpus = GpuNodePool.objects.filter(flavor=row, cluster=found).aggregate(n=Sum("gpu_limit"))["n"] or 0
+    limit = int((offer.capacity + pool_gpus * catalog.units_per_gpu(row.weight)) * row.overcommit_factor)
+    others = (held_quota(row).filter(cluster=found).exclude(tenant=tenant).aggregate(s=Sum("nominal"))["s"] or 0)
+    if others + nominal > limit:
+        raise ActionError({"nominal": [f"over capacity on cluster '{found.name}': '{row.name}' offers {limit} units "
+                                       f"there, other tenants hold {others}, so at most {max(limit - others, 0)} "
+                                       "remain"]})
+    return found
+
+
 def set_quota(tenant: Tenant, *, flavor: Any, nominal: Any, borrowing_limit: Any = None,
-              lending_limit: Any = None, action: str = "quota.set") -> Quota:
-    """A direct quota edit (platform admins; also what an approved change request applies)."""
+              lending_limit: Any = None, action: str = "quota.set", cluster: Any = None) -> Quota:
+    """A direct quota edit (platform admins; also what an approved change request applies). `cluster`: the
+    host cluster (default: the tenant's home)."""
     with transaction.atomic():
         tenant = _writable(tenant)
         row, n, borrow, lend = check_quota(tenant, flavor, nominal, borrowing_limit, lending_limit)
-        quota = Quota.objects.select_for_update().filter(tenant=tenant, flavor=row).first()
+        on = quota_cluster(tenant, cluster, row, n)
+        quota = Quota.objects.select_for_update().filter(tenant=tenant, flavor=row, cluster=on).first()
         before = quota.spec() if quota else None
         if quota is None:
-            quota = Quota(tenant=tenant, flavor=row)
+            quota = Quota(tenant=tenant, flavor=row, cluster=on)
         quota.nominal, quota.borrowing_limit, quota.lending_limit = n, borrow, lend
         if quota.spec() == before:
             return quota
@@ -449,7 +488,8 @@ def delete_quota(quota: Quota) -> None:
 
 
 def propose_quota_change(tenant: Tenant, *, flavor: Any, nominal: Any, borrowing_limit: Any = None,
-                         lending_limit: Any = None, reason: Any = "", proposed_by: Any = None) -> QuotaChangeRequest:
+                         lending_limit: Any = None, reason: Any = "", proposed_by: Any = None,
+                         cluster: Any = None) -> QuotaChangeRequest:
     """A tenant admin asks for a quota. Checked now (a hopeless request is refused at once) and again
     at approval; in GitOps mode a branch `quota/<id>` is proposed on commit."""
     if not isinstance(reason, str) or len(reason) > 2000:
@@ -457,8 +497,9 @@ def propose_quota_change(tenant: Tenant, *, flavor: Any, nominal: Any, borrowing
     with transaction.atomic():
         tenant = _writable(tenant)
         row, n, borrow, lend = check_quota(tenant, flavor, nominal, borrowing_limit, lending_limit)
+        on = quota_cluster(tenant, cluster, row, n)
         request = QuotaChangeRequest.objects.create(
-            tenant=tenant, flavor=row, nominal=n, borrowing_limit=borrow, lending_limit=lend, reason=reason,
+            tenant=tenant, flavor=row, cluster=on, nominal=n, borrowing_limit=borrow, lending_limit=lend, reason=reason,
             proposed_by=proposed_by if getattr(proposed_by, "pk", None) else None,
         )
         request.branch = f"quota/{request.pk}"
@@ -501,9 +542,10 @@ def approve_quota_change(request: QuotaChangeRequest, *, reviewer: Any = None, c
         tenant = _writable(request.tenant)
         row, n, borrow, lend = check_quota(tenant, request.flavor.name, request.nominal, request.borrowing_limit,
                                            request.lending_limit)
-        quota = Quota.objects.select_for_update().filter(tenant=tenant, flavor=row).first()
+        on = quota_cluster(tenant, request.cluster.name, row, n)
+        quota = Quota.objects.select_for_update().filter(tenant=tenant, flavor=row, cluster=on).first()
         before = quota.spec() if quota else None
-        quota = quota or Quota(tenant=tenant, flavor=row)
+        quota = quota or Quota(tenant=tenant, flavor=row, cluster=on)
         quota.nominal, quota.borrowing_limit, quota.lending_limit = n, borrow, lend
         quota.save()
         _bump(tenant)

@@ -29,4 +29,18 @@ class SchedulingConfig(AppConfig):
 
         if place_new_tenant not in tenant_actions.ON_REQUEST:
             tenant_actions.ON_REQUEST.append(place_new_tenant)
+        from . import delivery
+
+        if not tenant_render.PLACEMENT_HOOKS:
+            tenant_render.PLACEMENT_HOOKS.append(delivery.placed_for_tenant)
+            tenant_render.PLATFORM_TARGET_HOOKS.append(delivery.platform_targets)
+        if delivery.record_placement not in reconcile.PLACEMENT_STATUS_HOOKS:
+            reconcile.PLACEMENT_STATUS_HOOKS.append(delivery.record_placement)
+            reconcile.PLATFORM_STATUS_HOOKS.append(delivery.record_platform)
+        if delivery.reserved_pools_values not in tenant_render.VCLUSTER_VALUES_HOOKS:
+            tenant_render.VCLUSTER_VALUES_HOOKS.append(delivery.reserved_pools_values)
+        from tenants import backends
+
+        if delivery.kube_clusters not in backends.KUBE_CLUSTER_HOOKS:
+            backends.KUBE_CLUSTER_HOOKS.append(delivery.kube_clusters)
         from . import demo  # noqa: F401  (registers the demo fleet's catalog seeder)

@@ -12,14 +12,57 @@ from typing import Any
 from django.db import transaction
 from django.db.models import F
 
-from gpufleet import clock
+from gpufleet import clock, k8s_names
 from gpufleet.audit.record import record
 from gpufleet.outbox import send as outbox
 from tenants.errors import ActionError, Conflict
 from tenants.models import FINAL_PHASES, LIVE_PHASES, Phase, Tenant
 
-from . import placement
+from . import placement, validation
 from .models_clusters import Cluster, Placement, PlacementChangeRequest, default_cluster_id
+
+
+def create_cluster(name: Any, *, purpose: Any = "general", region: Any = "", region_name: Any = "",
+                   zones: Any = None, trust_levels: Any = None, gitops_path: Any = "", kube_api: Any = "",
+                   kubeconfig_secret: Any = "", metrics_url: Any = "", metrics_label: Any = "") -> Cluster:
+    """A host cluster (platform admins). Credentials are never accepted here, only a reference to where they
+    are mounted (`kubeconfig_secret`: a Secret name or an absolute file path)."""
+    errors: dict[str, list[str]] = {}
+    k8s_names.check(k8s_names.dns1123_label, name, "name", errors)
+    if purpose not in Cluster.Purpose.values:
+        errors["purpose"] = [f"must be one of {', '.join(Cluster.Purpose.values)}"]
+    texts = {"region": region, "region_name": region_name, "gitops_path": gitops_path, "kube_api": kube_api,
+             "kubeconfig_secret": kubeconfig_secret, "metrics_url": metrics_url, "metrics_label": metrics_label}
+    for field, value in texts.items():
+        if not isinstance(value, str):
+            errors[field] = ["must be a string"]
+    if isinstance(region, str) and region:
+        k8s_names.check(k8s_names.label_value, region, "region", errors)
+    if isinstance(metrics_label, str) and metrics_label:
+        k8s_names.check(k8s_names.label_value, metrics_label, "metrics_label", errors)
+    if isinstance(gitops_path, str) and gitops_path and (
+            gitops_path.startswith("/") or gitops_path.endswith("/")
+            or any(part in ("", ".", "..") or part.startswith(".") for part in gitops_path.split("/"))
+            or gitops_path.split("/")[0] in ("platform", "tenants")):
+        errors["gitops_path"] = ["must be a relative folder like clusters/<name> (no '..', not platform/ or tenants/)"]
+    if isinstance(kubeconfig_secret, str) and kubeconfig_secret and (
+            "\n" in kubeconfig_secret or "apiVersion" in kubeconfig_secret or "token" in kubeconfig_secret.lower()):
+        errors["kubeconfig_secret"] = ["must be a reference (a Secret name or a file path), never the credentials"]
+    if zones is not None and (not isinstance(zones, list) or not all(isinstance(z, str) for z in zones)):
+        errors["zones"] = ["must be a list of zone names"]
+    levels = validation.trust_levels(trust_levels, "trust_levels", errors)
+    if not errors and Cluster.objects.filter(name=name).exists():
+        errors["name"] = [f"cluster '{name}' already exists"]
+    if errors:
+        raise ActionError(errors)
+    with transaction.atomic():
+        cluster = Cluster.objects.create(
+            name=name, purpose=purpose, region=region, region_name=region_name, zones=list(zones or []),
+            trust_levels=levels, gitops_path=gitops_path, kube_api=kube_api, kubeconfig_secret=kubeconfig_secret,
+            metrics_url=metrics_url, metrics_label=metrics_label)
+        record("cluster.create", cluster, after=cluster.spec())
+        outbox.enqueue("tenants.reconcile_all")
+    return cluster
 
 
 def cluster_facts() -> list[placement.ClusterFacts]:
@@ -32,7 +75,8 @@ def place_new_tenant(tenant: Tenant, *, cluster: str = "", purpose: str = "gener
     existing = Placement.objects.filter(tenant=tenant, home=True).first()
     if existing:
         return existing
-    default_cluster_id()  # a flushed database (tests) has no `default` yet
+    if not Cluster.objects.exists():
+        default_cluster_id()  # a flushed database (tests) has no cluster at all: `default`, as migrated
     name, why = placement.choose_home(cluster_facts(), tenant.trust_level, purpose=purpose, region=region,
                                       admin_choice=cluster)
     if name is None:

@@ -247,6 +247,9 @@ GPUFLEET_KUBERNETES_VERSION = env("GPUFLEET_KUBERNETES_VERSION", "1.33")
 GPUFLEET_KUBECONFIG = env("GPUFLEET_KUBECONFIG", "")
 GPUFLEET_KUBE_CONTEXT = env("GPUFLEET_KUBE_CONTEXT", "")
 GPUFLEET_KUBE_FIELD_MANAGER = env("GPUFLEET_KUBE_FIELD_MANAGER", "gpufleet")
+# Kubernetes backend with several host clusters: each cluster's `kubeconfig_secret` names a Secret mounted here as
+# <dir>/<secret>/kubeconfig (or is an absolute path); credentials are never stored in the database.
+GPUFLEET_CLUSTER_KUBECONFIG_DIR = env("GPUFLEET_CLUSTER_KUBECONFIG_DIR", "/var/run/gpufleet/clusters")
 
 # --- OpenBao / Vault (tenant secrets) --------------------------------------------------------------
 # Unset address: the reconcile skips the secrets step and says so in the tenant's `Secrets` condition.
