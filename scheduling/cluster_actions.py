@@ -22,6 +22,7 @@ from django.db.models import Sum
 
 from gpufleet import k8s_names
 from gpufleet.audit.record import record
+from gpufleet.outbox import send as outbox
 from tenants.errors import ActionError, Conflict
 from tenants.models import TrustLevel
 
@@ -103,6 +104,8 @@ def clean(data: dict[str, Any], errors: Errors) -> dict[str, Any]:
 
 
 def create_cluster(name: Any, **data: Any) -> Cluster:
+    """Register a cluster: the checks here (URLs, zones, credential-looking references, ...), then the one
+    creation path (placement_actions.create_cluster: audited, and the fleet re-rendered for it)."""
     errors: Errors = {}
     if problems := k8s_names.dns1123_label(name):
         errors["name"] = problems
@@ -113,12 +116,9 @@ def create_cluster(name: Any, **data: Any) -> Cluster:
     if errors:
         raise ActionError(errors)
     try:
-        with transaction.atomic():
-            cluster = Cluster.objects.create(name=name, **values)
-            record("cluster.create", cluster, after=cluster.spec())
-    except IntegrityError as exc:
-        raise ActionError({"name": [f"cluster {name!r} already exists"]}) from exc
-    return cluster
+        return placement_actions.create_cluster(name, **values)
+    except IntegrityError as exc:  # a concurrent registration of the same name
+        raise ActionError({"name": [f"cluster '{name}' already exists"]}) from exc
 
 
 def update_cluster(cluster: Cluster, **data: Any) -> Cluster:
@@ -146,6 +146,7 @@ def update_cluster(cluster: Cluster, **data: Any) -> Cluster:
         cluster.save(update_fields=list(values) or None)
         if before != cluster.spec():
             record("cluster.update", cluster, before=before, after=cluster.spec())
+            outbox.enqueue("tenants.reconcile_all")  # trust, tree or monitoring changed: re-render the fleet
     return cluster
 
 
@@ -176,6 +177,7 @@ def delete_cluster(cluster: Cluster) -> None:
             flavor.save(update_fields=["capacity"])
         record("cluster.delete", cluster, before=before)
         cluster.delete()
+        outbox.enqueue("tenants.reconcile_all")
 
 
 @dataclass
