@@ -72,6 +72,9 @@ CLUSTERS = [
      [("a100-whole", 4)]),
 ]
 PLACEMENTS = [("vision", "training"), ("nlp-inference", "inference"), ("contractors", "dev")]
+# Quotas on those placements: tenant, cluster, flavor, nominal, borrowing limit.
+CLUSTER_QUOTAS = [("vision", "training", "a100-whole", 8, 4), ("vision", "training", "a100-3g", 6, None),
+                  ("nlp-inference", "inference", "a100-whole", 4, 2), ("contractors", "dev", "a100-whole", 2, 0)]
 
 
 @seeder
@@ -91,3 +94,7 @@ def seed_clusters(users: dict[str, Any], tenants: dict[str, Any]) -> None:
             change = placement_actions.propose_placement_change(
                 tenant, cluster=cluster, action="add", reason="demo fleet", proposed_by=users["admin"])
             placement_actions.approve_placement_change(change, reviewer=users["admin"], comment="demo fleet")
+    for slug, cluster, flavor, nominal, borrowing in CLUSTER_QUOTAS:
+        if not Quota.objects.filter(tenant=tenants[slug], cluster__name=cluster, flavor__name=flavor).exists():
+            actions.set_quota(tenants[slug], flavor=flavor, nominal=nominal, borrowing_limit=borrowing,
+                              cluster=cluster)

@@ -99,17 +99,18 @@ def by_tenant(qs: Any, request: Request, **names: str) -> Any:
 TENANT_FILTER = OpenApiParameter("tenant", OpenApiTypes.STR, description="tenant slug")
 
 
-@extend_schema_view(list=extend_schema(parameters=[TENANT_FILTER, OpenApiParameter("flavor", OpenApiTypes.STR)]))
+@extend_schema_view(list=extend_schema(parameters=[TENANT_FILTER, OpenApiParameter("flavor", OpenApiTypes.STR),
+                                                  OpenApiParameter("cluster", OpenApiTypes.STR)]))
 class QuotaViewSet(TenantWriteMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin,
                    viewsets.ReadOnlyModelViewSet):
     """Read: members see their tenants' quotas. Write (direct edit, delete): platform admins, audited;
     tenant admins go through quota requests."""
 
-    queryset = Quota.objects.select_related("tenant", "flavor")
+    queryset = Quota.objects.select_related("tenant", "flavor", "cluster")
     serializer_class = s.QuotaSerializer
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
-        return by_tenant(super().get_queryset(), self.request, flavor="flavor__name")
+        return by_tenant(super().get_queryset(), self.request, flavor="flavor__name", cluster="cluster__name")
 
     def destroy(self, request: Request, *args: object, **kwargs: object) -> Response:
         quota = self.get_object()
@@ -127,7 +128,7 @@ class QuotaViewSet(TenantWriteMixin, mixins.CreateModelMixin, mixins.DestroyMode
 
 @extend_schema_view(list=extend_schema(parameters=[TENANT_FILTER, OpenApiParameter("state", OpenApiTypes.STR)]))
 class QuotaRequestViewSet(TenantWriteMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
-    queryset = QuotaChangeRequest.objects.select_related("tenant", "flavor", "proposed_by", "reviewed_by")
+    queryset = QuotaChangeRequest.objects.select_related("tenant", "flavor", "cluster", "proposed_by", "reviewed_by")
     serializer_class = s.QuotaRequestSerializer
 
     def get_queryset(self):  # type: ignore[no-untyped-def]

@@ -157,3 +157,21 @@ def test_delete_only_an_empty_cluster_and_its_capacity_goes_with_it(world) -> No
     assert admin.delete("/api/v1/clusters/dev/").status_code == 204
     assert not Cluster.objects.filter(name="dev").exists()
     assert actions.Flavor.objects.get(name="h100").capacity == 8
+
+
+def test_quotas_per_cluster_through_the_api(world) -> None:
+    admin, alice = world["admin"], world["alice"]
+    actions.set_cluster_flavor("training", "h100", capacity=8)
+    ok = admin.post("/api/v1/quotas/", {"tenant": "acme", "flavor": "h100", "cluster": "training", "nominal": 4},
+                    format="json")
+    assert ok.status_code == 200, ok.content
+    assert (ok.json()["cluster"], ok.json()["nominal"]) == ("training", 4)
+    # Not placed there: 400 on `cluster`.
+    refused = admin.post("/api/v1/quotas/", {"tenant": "acme", "flavor": "h100", "cluster": "dev", "nominal": 1},
+                         format="json")
+    assert refused.status_code == 400 and "cluster" in refused.json()["fields"]
+    rows = alice.get("/api/v1/quotas/?cluster=training").json()["results"]
+    assert [(r["tenant"], r["cluster"], r["nominal"]) for r in rows] == [("acme", "training", 4)]
+    assert alice.get("/api/v1/quotas/?tenant=zeta").json()["results"] == []
+    queue = {(r["tenant"], r["cluster"]): r["nominal"] for r in alice.get("/api/v1/queue/").json()["rows"]}
+    assert queue == {("acme", "default"): 2, ("acme", "training"): 4}

@@ -8,6 +8,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
+from scheduling.models import Quota
 from scheduling.models_clusters import Cluster, ClusterFlavor, Placement, PlacementChangeRequest
 
 pytestmark = pytest.mark.django_db
@@ -31,5 +32,9 @@ def test_demo_has_three_clusters_with_placements(eager_tasks) -> None:
     assert by_tenant["contractors"] == {"default", "dev"}
     assert by_tenant["vision"] == {"default", "training"}
     assert by_tenant["nlp-inference"] == {"default", "inference"}
+    quotas = set(Quota.objects.exclude(cluster__name="default").values_list("tenant__slug", "cluster__name",
+                                                                            "flavor__name", "nominal"))
+    assert quotas == {("vision", "training", "a100-whole", 8), ("vision", "training", "a100-3g", 6),
+                      ("nlp-inference", "inference", "a100-whole", 4), ("contractors", "dev", "a100-whole", 2)}
     # Only untrusted tenants are on dev.
     assert {slug for slug, cluster, _ in placements if cluster == "dev"} == {"contractors"}
