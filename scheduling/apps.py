@@ -43,4 +43,7 @@ class SchedulingConfig(AppConfig):
 
         if delivery.kube_clusters not in backends.KUBE_CLUSTER_HOOKS:
             backends.KUBE_CLUSTER_HOOKS.append(delivery.kube_clusters)
+        from . import multikueue_render  # MultiKueue mode: wraps the placement hook registered above
+
+        multikueue_render.register()
         from . import demo  # noqa: F401  (registers the demo fleet's catalog seeder)

@@ -4,19 +4,23 @@ per-cluster render calls these next to scheduling.render's objects.
 
 Shape (Kueue v0.19.2, config/components/crd/bases/ and site/.../multikueue/multikueue-setup.yaml):
 
-- On the manager (the tenant's home cluster):
-  - one `MultiKueueCluster` per worker cluster (platform-owned, named like the cluster), whose
-    `clusterSource.kubeConfig` names a Secret (`locationType: Secret`) in Kueue's namespace holding the
-    worker's kubeconfig under the key `kubeconfig`. Only the Secret's NAME is rendered: the credential is
-    put there by the operator (or their secret tooling) and never passes through gpufleet or Git;
-  - per tenant, a `MultiKueueConfig` listing its worker clusters (preference order, at most 20, unique),
+- On the manager (the tenant's home cluster), all owned by the tenant (so a placement change re-renders only
+  the tenant's files, and two tenants never render the same object):
+  - one `MultiKueueCluster` per worker cluster (`tenant-<slug>-<worker>`), whose `clusterSource.kubeConfig`
+    names a Secret (`locationType: Secret`) in Kueue's namespace holding the worker's kubeconfig under the key
+    `kubeconfig` (`multikueue-<worker>`, shared by every tenant dispatching there). Only the Secret's NAME is
+    rendered: the credential is put there by the operator (or their secret tooling) and never passes through
+    gpufleet or Git;
+  - a `MultiKueueConfig` listing those MultiKueueClusters (preference order, at most 20, unique),
     an `AdmissionCheck` (controller `kueue.x-k8s.io/multikueue`) pointing at it, and a dedicated dispatch
     `ClusterQueue` carrying that check with a `LocalQueue` (`gpu-dispatch`) in the tenant namespace.
     Upstream runs regular jobs on the manager only "when using a dedicated ClusterQueue", so the tenant's
     own `gpu` queue stays exactly as it was (enabling the mode re-renders nothing that exists) and a job
     opts into dispatch by naming `gpu-dispatch`. The dispatch queue's quota is the sum of the tenant's
     nominal quotas on its workers: upstream advises the manager quota equal the workers' total (lower
-    leaves workers idle, higher dispatches work the workers will not admit).
+    leaves workers idle, higher dispatches work the workers will not admit). It covers the flavors the
+    manager itself offers (a ClusterQueue's flavors must exist there; offer a worker-only flavor on the home
+    cluster with capacity 0 to dispatch it).
 - On each worker: the same namespace and a `LocalQueue` of the same name (`gpu-dispatch`; MultiKueue
   creates the remote workload in the same namespace and LocalQueue), pointing at the tenant's regular
   ClusterQueue there, so the worker admits dispatched work against the tenant's quota on that cluster.
@@ -33,7 +37,7 @@ from typing import Any
 
 from gpufleet import k8s_names
 from infra.manifests import Manifest
-from tenants.render import TenantView, metadata, platform_metadata
+from tenants.render import TenantView, metadata
 
 from .inputs import FlavorSpec, QuotaSpec
 from .render import KUEUE, cluster_queue_name, host_resource_group, resource_groups
@@ -45,7 +49,6 @@ KUBECONFIG_KEY = "kubeconfig"
 DISPATCH_LOCAL_QUEUE = "gpu-dispatch"
 # Upstream MultiKueueConfig.spec.clusters: minItems 1, maxItems 20, items unique.
 MAX_WORKERS = 20
-DISPATCH_FLAVOR_MODE = "dispatch"
 
 
 @dataclass(frozen=True)
@@ -80,36 +83,17 @@ def config_name(slug: str) -> str:
 # --- manager (home cluster) ------------------------------------------------------------------------
 
 
-def multikueue_cluster(worker: Worker) -> Manifest:
+def multikueue_cluster_name(slug: str, worker: str) -> str:
+    return f"{cluster_queue_name(slug)}-{worker}"
+
+
+def multikueue_cluster(view: TenantView, worker: Worker) -> Manifest:
     return {
         "apiVersion": KUEUE,
         "kind": "MultiKueueCluster",
-        "metadata": platform_metadata(worker.cluster),
+        "metadata": metadata(view, multikueue_cluster_name(view.slug, worker.cluster), namespaced=False),
         "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": worker.secret}}},
     }
-
-
-def manager_platform_objects(manager: str, workers: Iterable[Worker], *, manager_flavors: Iterable[str] = (),
-                             dispatch_flavors: Iterable[str] = ()) -> list[Manifest]:
-    """The manager's cluster-wide MultiKueue objects: one MultiKueueCluster per worker any of its tenants
-    dispatches to, and a bare ResourceFlavor for each dispatch flavor the manager does not offer itself
-    (a ClusterQueue's flavors must exist for it to be active; on the manager nothing is scheduled on them,
-    so they carry no node labels)."""
-    out: list[Manifest] = []
-    seen: set[str] = set()
-    for worker in sorted(workers, key=lambda w: w.cluster):
-        if worker.cluster == manager:
-            raise ValueError(f"cluster {manager!r} cannot be a MultiKueue worker of itself")
-        if worker.cluster in seen:
-            raise ValueError(f"worker cluster {worker.cluster!r} listed twice")
-        seen.add(worker.cluster)
-        out.append(multikueue_cluster(worker))
-    offered = set(manager_flavors)
-    for name in sorted(set(dispatch_flavors) - offered):
-        out.append({"apiVersion": KUEUE, "kind": "ResourceFlavor",
-                    "metadata": platform_metadata(name, **{"gpufleet.io/flavor-mode": DISPATCH_FLAVOR_MODE}),
-                    "spec": {}})
-    return out
 
 
 def dispatch_quotas(worker_quotas: Mapping[str, Mapping[str, QuotaSpec]]) -> dict[str, QuotaSpec]:
@@ -122,18 +106,21 @@ def dispatch_quotas(worker_quotas: Mapping[str, Mapping[str, QuotaSpec]]) -> dic
     return {flavor: QuotaSpec(nominal) for flavor, nominal in sorted(total.items())}
 
 
-def manager_tenant_objects(view: TenantView, workers: Sequence[str], flavors: Sequence[FlavorSpec],
+def manager_tenant_objects(view: TenantView, manager: str, workers: Sequence[Worker], flavors: Sequence[FlavorSpec],
                            worker_quotas: Mapping[str, Mapping[str, QuotaSpec]]) -> list[Manifest]:
-    """The tenant's MultiKueue objects on its home cluster. `workers` in preference order (Kueue's
-    incremental dispatcher nominates them in this order); `flavors` the tenant may use on any worker;
-    `worker_quotas` per worker cluster, per flavor. No workers: nothing (the mode is per tenant)."""
+    """The tenant's MultiKueue objects on its home cluster `manager`. `workers` in preference order (Kueue's
+    incremental dispatcher nominates them in this order); `flavors` the tenant may use and the manager
+    offers; `worker_quotas` per worker cluster, per flavor. No workers: nothing (the mode is per tenant)."""
     if not workers:
         return []
-    if len(set(workers)) != len(workers):
-        raise ValueError(f"tenant {view.slug}: worker clusters listed twice: {list(workers)}")
+    names = [w.cluster for w in workers]
+    if manager in names:
+        raise ValueError(f"cluster {manager!r} cannot be a MultiKueue worker of itself")
+    if len(set(names)) != len(names):
+        raise ValueError(f"tenant {view.slug}: worker clusters listed twice: {names}")
     if len(workers) > MAX_WORKERS:
         raise ValueError(f"tenant {view.slug}: {len(workers)} worker clusters; MultiKueue takes at most {MAX_WORKERS}")
-    quotas = dispatch_quotas({w: q for w, q in worker_quotas.items() if w in workers})
+    quotas = dispatch_quotas({w: q for w, q in worker_quotas.items() if w in names})
     used = [f for f in flavors if f.name in quotas]
     spec: dict[str, Any] = {
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": view.namespace}},
@@ -155,7 +142,8 @@ def manager_tenant_objects(view: TenantView, workers: Sequence[str], flavors: Se
                                  "name": config_name(view.slug)}}},
         {"apiVersion": KUEUE, "kind": "MultiKueueConfig",
          "metadata": metadata(view, config_name(view.slug), namespaced=False),
-         "spec": {"clusters": list(workers)}},
+         "spec": {"clusters": [multikueue_cluster_name(view.slug, name) for name in names]}},
+        *(multikueue_cluster(view, worker) for worker in workers),
     ]
 
 

@@ -31,11 +31,7 @@ QUOTAS = {"training": {"h100": QuotaSpec(8, borrowing_limit=4)},
 
 
 def manager_tree() -> list[dict]:
-    return [
-        *multikueue.manager_platform_objects("home", WORKERS, manager_flavors=["h100"],
-                                             dispatch_flavors=["h100", "a100"]),
-        *multikueue.manager_tenant_objects(VIEW, ["training", "inference"], [H100, A100], QUOTAS),
-    ]
+    return multikueue.manager_tenant_objects(VIEW, "home", WORKERS, [H100, A100], QUOTAS)
 
 
 def test_manager_and_worker_objects_validate_against_upstream_crds() -> None:
@@ -48,7 +44,9 @@ def test_manager_and_worker_objects_validate_against_upstream_crds() -> None:
     assert multikueue.check(tree) == []
     kinds = sorted(m["kind"] for m in tree)
     assert kinds == ["AdmissionCheck", "ClusterQueue", "LocalQueue", "MultiKueueCluster", "MultiKueueCluster",
-                     "MultiKueueConfig", "ResourceFlavor"]
+                     "MultiKueueConfig"]
+    # Every object is the tenant's (its files only), none is the platform's.
+    assert {m["metadata"]["labels"]["gpufleet.io/tenant"] for m in tree} == {"acme"}
     # The worker mirrors the manager's LocalQueue name in the same namespace (upstream requirement).
     local = next(m for m in tree if m["kind"] == "LocalQueue")
     assert (worker[0]["metadata"]["name"], worker[0]["metadata"]["namespace"]) == (
@@ -74,8 +72,8 @@ def test_credentials_are_secret_references_never_inline() -> None:
     tree = manager_tree()
     sources = {m["metadata"]["name"]: m["spec"]["clusterSource"] for m in tree if m["kind"] == "MultiKueueCluster"}
     assert sources == {
-        "training": {"kubeConfig": {"locationType": "Secret", "location": "multikueue-training"}},
-        "inference": {"kubeConfig": {"locationType": "Secret", "location": "inference-kubeconfig"}},
+        "tenant-acme-training": {"kubeConfig": {"locationType": "Secret", "location": "multikueue-training"}},
+        "tenant-acme-inference": {"kubeConfig": {"locationType": "Secret", "location": "inference-kubeconfig"}},
     }
     leaked = copy.deepcopy(tree)
     mkc = next(m for m in leaked if m["kind"] == "MultiKueueCluster")
@@ -91,35 +89,31 @@ def test_dispatch_queue_quota_is_the_workers_total_and_the_order_is_kept() -> No
     tree = manager_tree()
     queue = next(m for m in tree if m["kind"] == "ClusterQueue")
     assert queue["metadata"]["name"] == "tenant-acme-dispatch"
-    assert queue["metadata"]["labels"]["gpufleet.io/tenant"] == "acme"
     assert queue["spec"]["admissionChecksStrategy"] == {"admissionChecks": [{"name": "tenant-acme-multikueue"}]}
     gpu = queue["spec"]["resourceGroups"][0]
     quotas = {f["name"]: f["resources"][0]["nominalQuota"] for f in gpu["flavors"]}
-    # training 8 + inference 2 of h100 (not "elsewhere", not a placement; no borrowing), 4 a100.
+    # training 8 + inference 2 of h100 (not "elsewhere", not a worker; no borrowing), 4 a100.
     assert quotas == {"h100": 10, "a100": 4}
     assert "cohortName" not in queue["spec"]
     config = next(m for m in tree if m["kind"] == "MultiKueueConfig")
-    assert config["spec"]["clusters"] == ["training", "inference"]
+    assert config["spec"]["clusters"] == ["tenant-acme-training", "tenant-acme-inference"]
     check = next(m for m in tree if m["kind"] == "AdmissionCheck")
     assert check["spec"] == {"controllerName": "kueue.x-k8s.io/multikueue", "parameters": {
         "apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": "tenant-acme"}}
-    # The manager offers h100 itself; a100 only exists on a worker, so a bare flavor is rendered.
-    flavors = [m for m in tree if m["kind"] == "ResourceFlavor"]
-    assert [(f["metadata"]["name"], f["spec"]) for f in flavors] == [("a100", {})]
 
 
 def test_suspended_tenant_holds_dispatch() -> None:
     view = TenantView(slug="acme", display_name="Acme", trust_level="standard", phase=Phase.SUSPENDED, generation=2)
-    queue = multikueue.manager_tenant_objects(view, ["training"], [H100], QUOTAS)[0]
+    queue = multikueue.manager_tenant_objects(view, "home", WORKERS[:1], [H100], QUOTAS)[0]
     assert queue["spec"]["stopPolicy"] == "Hold"
 
 
 def test_cel_rules_and_references_are_checked() -> None:
     tree = manager_tree()
-    dangling = [m for m in tree if not (m["kind"] == "MultiKueueCluster" and m["metadata"]["name"] == "inference")]
-    assert multikueue.check(dangling) == ["MultiKueueConfig tenant-acme: no MultiKueueCluster inference"]
+    dangling = [m for m in tree if m["metadata"]["name"] != "tenant-acme-inference"]
+    assert multikueue.check(dangling) == ["MultiKueueConfig tenant-acme: no MultiKueueCluster tenant-acme-inference"]
     twice = copy.deepcopy(tree)
-    next(m for m in twice if m["kind"] == "MultiKueueConfig")["spec"]["clusters"] = ["training", "training"]
+    next(m for m in twice if m["kind"] == "MultiKueueConfig")["spec"]["clusters"] = ["tenant-acme-training"] * 2
     assert "MultiKueueConfig tenant-acme: clusters must be unique" in multikueue.check(twice)
     no_check = [m for m in tree if m["kind"] != "AdmissionCheck"]
     assert multikueue.check(no_check) == ["ClusterQueue tenant-acme-dispatch: no AdmissionCheck tenant-acme-multikueue"]
@@ -130,10 +124,11 @@ def test_cel_rules_and_references_are_checked() -> None:
 
 
 def test_bad_inputs_are_refused() -> None:
-    assert multikueue.manager_tenant_objects(VIEW, [], [H100], QUOTAS) == []
+    assert multikueue.manager_tenant_objects(VIEW, "home", [], [H100], QUOTAS) == []
     with pytest.raises(ValueError, match="listed twice"):
-        multikueue.manager_tenant_objects(VIEW, ["training", "training"], [H100], QUOTAS)
+        multikueue.manager_tenant_objects(VIEW, "home", [WORKERS[0], WORKERS[0]], [H100], QUOTAS)
     with pytest.raises(ValueError, match="at most 20"):
-        multikueue.manager_tenant_objects(VIEW, [f"w{i}" for i in range(21)], [H100], QUOTAS)
+        multikueue.manager_tenant_objects(VIEW, "home", [multikueue.Worker(f"w{i}") for i in range(21)], [H100],
+                                          QUOTAS)
     with pytest.raises(ValueError, match="worker of itself"):
-        multikueue.manager_platform_objects("home", [multikueue.Worker("home")])
+        multikueue.manager_tenant_objects(VIEW, "home", [multikueue.Worker("home")], [H100], QUOTAS)
