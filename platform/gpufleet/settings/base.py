@@ -167,6 +167,8 @@ SPECTACULAR_SETTINGS = {
         "TrustLevelEnum": "tenants.models.TrustLevel",
         "MembershipRoleEnum": "tenants.models.Membership.Role",
         "MembershipSourceEnum": "tenants.models.Membership.Source",
+        # Quota and placement change requests share one review life cycle (pending, approved, rejected).
+        "ReviewStateEnum": "scheduling.models.QuotaChangeRequest.State",
     },
     # The schema lists every route and field: signed-in callers and API tokens only (docs/api.md).
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
