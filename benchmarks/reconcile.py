@@ -117,6 +117,8 @@ def _populate(n: int, cluster_count: int = 1) -> tuple[list[str], dict]:
         sched.create_flavor("h100-quarter", gpu_model=model.name, mode="hami", memory_percent=25,
                             cores_percent=25, capacity=8 * n),
     ]
+    # Clusters and their offers first: catalog changes enqueue reconcile_all, which runs inline here.
+    clusters = _clusters(cluster_count, n, flavors)
     slugs = [f"team-{i:04d}" for i in range(n)]
     for slug in slugs:
         actions.request_tenant(slug, "trusted", f"Team {slug}")
@@ -124,7 +126,6 @@ def _populate(n: int, cluster_count: int = 1) -> tuple[list[str], dict]:
     # the repository is empty, which is what makes the first pass cold.
     Tenant.objects.filter(slug__in=slugs).update(phase=Phase.READY)
     tenants = list(Tenant.objects.filter(slug__in=slugs).order_by("slug"))
-    clusters = _clusters(cluster_count, n, flavors)
     home = {t.pk: clusters[i % len(clusters)] for i, t in enumerate(tenants)}
     for cluster in clusters[1:]:
         Placement.objects.filter(tenant_id__in=[pk for pk, c in home.items() if c == cluster]).update(cluster=cluster)

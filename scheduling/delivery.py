@@ -31,13 +31,21 @@ def clusters_of(ctx: RenderContext) -> dict[str, ClusterSpec]:
     return {c.name: c for c in specs}
 
 
+# Key in RenderContext.extra of the per-cluster contexts derived from it: built once per context (a fleet pass
+# renders a thousand tenants with one), so every tenant on a cluster shares that cluster's context object.
+_DERIVED = "_per_cluster"
+
+
 def context_on(ctx: RenderContext, cluster: ClusterSpec) -> RenderContext:
     """The platform-wide render inputs as one cluster sees them (its flavors and node pools)."""
-    extra = dict(ctx.extra)
-    if cluster.catalog is not None:
-        extra["scheduling"] = cluster.catalog
-    extra["cluster"] = cluster.name
-    return replace(ctx, extra=extra)
+    derived = ctx.extra.setdefault(_DERIVED, {})
+    if cluster.name not in derived:
+        extra = {k: v for k, v in ctx.extra.items() if k != _DERIVED}
+        if cluster.catalog is not None:
+            extra["scheduling"] = cluster.catalog
+        extra["cluster"] = cluster.name
+        derived[cluster.name] = replace(ctx, extra=extra)
+    return derived[cluster.name]  # type: ignore[no-any-return]
 
 
 def facts(cluster: ClusterSpec) -> placement.ClusterFacts:
