@@ -70,3 +70,29 @@ def test_root_layout_moves_to_clusters_default_in_one_commit_of_renames(
     assert [o.tenant for o in repaired.outcomes] == ["acme"]
     assert repaired.outcomes[0].result.drifted == [
         "clusters/default/tenants/acme/namespace.core_tenant-acme.yaml"]
+
+
+def test_one_cluster_renders_exactly_what_the_single_cluster_code_rendered() -> None:
+    """What the code before clusters called -- render_tenant / render_platform with the whole catalog and every
+    quota -- is byte for byte what cluster `default` now gets, endpoints and node pools included."""
+    from infra.manifests import to_yaml_stream
+    from tenants.reconcile import tenant_view
+    from tenants.render import RenderContext, platform_targets, render_placed, render_platform, render_tenant
+
+    model = sched.create_gpu_model("h100-80gb", "NVIDIA H100 80GB HBM3", 81559, "NVIDIA-H100-80GB-HBM3")
+    sched.create_flavor("h100", gpu_model=model.name, mode="whole", capacity=16)
+    sched.create_flavor("h100-3g", gpu_model=model.name, mode="mig", mig_profile="3g.40gb", capacity=14)
+    sched.create_node_pool("h100-pool", flavor="h100", gpu_limit=8)
+    tenant = factories.tenant("acme", "trusted")
+    sched.set_quota(tenant, flavor="h100", nominal=2)
+    sched.set_quota(tenant, flavor="h100-3g", nominal=4, borrowing_limit=2)
+    sched.create_endpoint(tenant, "chat", model="llama", tier="standard")
+    tenant_actions.approve(Tenant.objects.get(pk=tenant.pk))
+    ctx = RenderContext.from_settings()
+    view = tenant_view(Tenant.objects.get(pk=tenant.pk))
+    [(placed, objects)] = render_placed(view, ctx)
+    assert (placed.cluster, placed.tree, placed.home) == ("default", "clusters/default", True)
+    assert to_yaml_stream(objects) == to_yaml_stream(render_tenant(view, ctx))
+    assert any(o["kind"] == "ScaledObject" for o in objects) and any(o["kind"] == "HelmRelease" for o in objects)
+    [target] = platform_targets(ctx)
+    assert to_yaml_stream(render_platform(target.ctx)) == to_yaml_stream(render_platform(ctx))
