@@ -468,7 +468,7 @@ def set_quota(tenant: Tenant, *, flavor: Any, nominal: Any, borrowing_limit: Any
             return quota
         quota.save()
         _bump(tenant)
-        record(action, quota, before=before, after=quota.spec(), tenant_slug=tenant.slug)
+        record(action, quota, before=before, after={**quota.spec(), "cluster": on.name}, tenant_slug=tenant.slug)
         _enqueue_tenant(tenant)
     return quota
 
@@ -504,7 +504,7 @@ def propose_quota_change(tenant: Tenant, *, flavor: Any, nominal: Any, borrowing
         )
         request.branch = f"quota/{request.pk}"
         request.save(update_fields=["branch"])
-        record("quota_request.propose", request, after={**request.spec(), "reason": reason},
+        record("quota_request.propose", request, after={**request.spec(), "cluster": on.name, "reason": reason},
                tenant_slug=tenant.slug)
         _enqueue_proposal("propose", request.pk)
         _enqueue_simulation(request)
@@ -554,7 +554,8 @@ def approve_quota_change(request: QuotaChangeRequest, *, reviewer: Any = None, c
         request.review_comment = comment
         request.reviewed_at = clock.now()
         request.save(update_fields=["state", "reviewed_by", "review_comment", "reviewed_at"])
-        record("quota_request.approve", request, before=before, after={**request.spec(), "comment": comment},
+        record("quota_request.approve", request, before=before,
+               after={**request.spec(), "cluster": on.name, "comment": comment},
                tenant_slug=tenant.slug)
         # GitOps: merge the proposal branch (one commit on main); otherwise reconcile the tenant.
         _enqueue_proposal("approve", request.pk)

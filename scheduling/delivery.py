@@ -21,6 +21,7 @@ from .inputs import ClusterSpec, TenantScheduling
 from .models_clusters import DEFAULT_CLUSTER
 
 RECONCILED = "Reconciled"
+REMOVED = "the placement was removed"
 
 
 def clusters_of(ctx: RenderContext) -> dict[str, ClusterSpec]:
@@ -30,13 +31,21 @@ def clusters_of(ctx: RenderContext) -> dict[str, ClusterSpec]:
     return {c.name: c for c in specs}
 
 
+# Key in RenderContext.extra of the per-cluster contexts derived from it: built once per context (a fleet pass
+# renders a thousand tenants with one), so every tenant on a cluster shares that cluster's context object.
+_DERIVED = "_per_cluster"
+
+
 def context_on(ctx: RenderContext, cluster: ClusterSpec) -> RenderContext:
     """The platform-wide render inputs as one cluster sees them (its flavors and node pools)."""
-    extra = dict(ctx.extra)
-    if cluster.catalog is not None:
-        extra["scheduling"] = cluster.catalog
-    extra["cluster"] = cluster.name
-    return replace(ctx, extra=extra)
+    derived = ctx.extra.setdefault(_DERIVED, {})
+    if cluster.name not in derived:
+        extra = {k: v for k, v in ctx.extra.items() if k != _DERIVED}
+        if cluster.catalog is not None:
+            extra["scheduling"] = cluster.catalog
+        extra["cluster"] = cluster.name
+        derived[cluster.name] = replace(ctx, extra=extra)
+    return derived[cluster.name]  # type: ignore[no-any-return]
 
 
 def facts(cluster: ClusterSpec) -> placement.ClusterFacts:
@@ -51,6 +60,9 @@ def placed_for_tenant(view: TenantView, ctx: RenderContext) -> list[Placed]:
     if not known:  # placed only on clusters that no longer exist: keep the tenant on default
         known = [(next(iter(clusters.values())), True)]
     targets = placement.targets([(facts(c), c.tree, home) for c, home in known], view.trust_level)
+    # Removed placements: nothing is rendered there, so the apply prunes what the tenant had on that cluster.
+    targets += [placement.Target(name, clusters[name].tree, False, REMOVED)
+                for name in (sched.leaving if sched else ()) if name in clusters]
     out = []
     for target in targets:
         cluster = clusters[target.cluster]
@@ -85,7 +97,10 @@ def record_placement(tenant: Any, placed: Placed, error: InfraError | None) -> N
     from .models_clusters import Placement
 
     row = Placement.objects.filter(tenant_id=tenant.pk, cluster__name=placed.cluster).first()
-    if row is not None:
+    if row is not None and placed.refused == REMOVED:
+        if error is None:  # pruned there: the cluster forgets the tenant
+            Placement.objects.filter(pk=row.pk).delete()
+    elif row is not None:
         new = _condition(error, placed.refused)
         old = row.condition(RECONCILED)
         if old and (old.get("status"), old.get("reason")) == (new["status"], new["reason"]):

@@ -159,6 +159,8 @@ class TenantScheduling:
     by_cluster: dict[str, dict[str, QuotaSpec]] = field(default_factory=dict)
     # (cluster name, home) of each placement, home first (empty: home on `default`).
     placements: tuple[tuple[str, bool], ...] = ()
+    # Clusters of removed placements whose objects are still to be pruned.
+    leaving: tuple[str, ...] = ()
 
     @property
     def home(self) -> str:
@@ -177,7 +179,7 @@ class TenantScheduling:
         """The tenant as rendered on one cluster: that cluster's quotas; endpoints on the home cluster."""
         quotas = self.by_cluster.get(cluster, {}) if self.by_cluster else self.quotas
         return replace(self, quotas=quotas, endpoints=self.endpoints if home else (),
-                       by_cluster={}, placements=())
+                       by_cluster={}, placements=(), leaving=())
 
 
 def flavor_spec(flavor: Any) -> FlavorSpec:
@@ -285,16 +287,25 @@ def load_tenant(tenant: Any) -> dict[str, TenantScheduling]:
         endpoint_spec(e)
         for e in InferenceEndpoint.objects.filter(tenant_id=tenant.pk).select_related("tier").order_by("name")
     )
-    placements = placement_rows(Placement.objects.filter(tenant_id=tenant.pk).values_list("cluster__name", "home"))
+    rows = Placement.objects.filter(tenant_id=tenant.pk).values_list("cluster__name", "home", "conditions")
+    placements, leaving = placement_rows(rows)
     return {"scheduling": tenant_scheduling(row, frozenset(allowed_modes(tenant)), by_cluster, endpoints,
-                                            placements)}
+                                            placements, leaving)}
 
 
-def placement_rows(rows: Any) -> tuple[tuple[str, bool], ...]:
-    """(cluster, home) pairs, home first then by name; none recorded: home on `default`."""
+def placement_rows(rows: Any) -> tuple[tuple[tuple[str, bool], ...], tuple[str, ...]]:
+    """((cluster, home) pairs, home first then by name, clusters being left); none recorded: home on
+    `default`. A placement being removed carries the `Removing` condition (scheduling.placement_actions)."""
     from .models_clusters import DEFAULT_CLUSTER
 
-    return tuple(sorted(((c, bool(h)) for c, h in rows), key=lambda p: (not p[1], p[0]))) or ((DEFAULT_CLUSTER, True),)
+    active, leaving = [], []
+    for cluster, home, conditions in rows:
+        if any(c.get("type") == "Removing" for c in conditions or ()):
+            leaving.append(cluster)
+        else:
+            active.append((cluster, bool(home)))
+    placed = tuple(sorted(active, key=lambda p: (not p[1], p[0]))) or ((DEFAULT_CLUSTER, True),)
+    return placed, tuple(sorted(leaving))
 
 
 def endpoint_spec(e: Any) -> EndpointSpec:
@@ -308,7 +319,7 @@ def endpoint_spec(e: Any) -> EndpointSpec:
 
 def tenant_scheduling(row: Any, modes: frozenset[str], by_cluster: dict[str, dict[str, QuotaSpec]],
                       endpoints: tuple[EndpointSpec, ...],
-                      placements: tuple[tuple[str, bool], ...]) -> TenantScheduling:
+                      placements: tuple[tuple[str, bool], ...], leaving: tuple[str, ...] = ()) -> TenantScheduling:
     """A tenant's render input from its TenantScheduling row (None: the platform defaults) and the rest."""
     home = next((name for name, is_home in placements if is_home), "")
     quotas = by_cluster.get(home, {})
@@ -321,4 +332,5 @@ def tenant_scheduling(row: Any, modes: frozenset[str], by_cluster: dict[str, dic
         endpoints=endpoints,
         by_cluster=by_cluster,
         placements=placements,
+        leaving=leaving,
     )

@@ -55,10 +55,10 @@ def scheduling_many(tenants: list[Any]) -> dict[int, dict[str, Any]]:
         .values_list("tenant_id", "cluster__name", "flavor__name", "nominal", "borrowing_limit", "lending_limit")
     ):
         quotas[tenant_id].setdefault(cluster, {})[name] = inputs.QuotaSpec(nominal, borrowing, lending)
-    placed: dict[int, list[tuple[str, bool]]] = defaultdict(list)
-    for tenant_id, cluster, home in Placement.objects.filter(tenant_id__in=ids).values_list(
-            "tenant_id", "cluster__name", "home"):
-        placed[tenant_id].append((cluster, home))
+    placed: dict[int, list[tuple[str, bool, list]]] = defaultdict(list)
+    for tenant_id, cluster, home, conditions in Placement.objects.filter(tenant_id__in=ids).values_list(
+            "tenant_id", "cluster__name", "home", "conditions"):
+        placed[tenant_id].append((cluster, home, conditions))
     endpoints: dict[int, list[inputs.EndpointSpec]] = defaultdict(list)
     for e in InferenceEndpoint.objects.filter(tenant_id__in=ids).select_related("tier").order_by("tenant_id", "name"):
         endpoints[e.tenant_id].append(inputs.endpoint_spec(e))
@@ -67,7 +67,7 @@ def scheduling_many(tenants: list[Any]) -> dict[int, dict[str, Any]]:
         tenant.pk: {"scheduling": inputs.tenant_scheduling(
             rows.get(tenant.pk), _allowed_modes(tenant, levels, isolation),
             quotas.get(tenant.pk, {}), tuple(endpoints.get(tenant.pk, ())),
-            inputs.placement_rows(placed.get(tenant.pk, ())),
+            *inputs.placement_rows(placed.get(tenant.pk, ())),
         )}
         for tenant in tenants
     }

@@ -19,6 +19,7 @@ from tenants.errors import ActionError, Conflict
 from tenants.models import FINAL_PHASES, LIVE_PHASES, Phase, Tenant
 
 from . import placement, validation
+from .models import Quota
 from .models_clusters import Cluster, Placement, PlacementChangeRequest, default_cluster_id
 
 
@@ -95,10 +96,10 @@ def _check(tenant: Tenant, cluster: Cluster, action: str) -> dict[str, list[str]
         why = placement.refusal(placement.ClusterFacts.of(cluster), tenant.trust_level)
         if why:
             return {"cluster": [why]}
-    if action == PlacementChangeRequest.Action.ADD and current is not None:
+    if action == PlacementChangeRequest.Action.ADD and current is not None and not leaving(current):
         return {"cluster": [f"tenant '{tenant.slug}' is already placed on '{cluster.name}'"]}
     if action == PlacementChangeRequest.Action.REMOVE:
-        if current is None:
+        if current is None or leaving(current):
             return {"cluster": [f"tenant '{tenant.slug}' is not placed on '{cluster.name}'"]}
         if current.home:
             return {"cluster": [f"'{cluster.name}' is the home of '{tenant.slug}': move the home first"]}
@@ -167,14 +168,28 @@ def approve_placement_change(request: PlacementChangeRequest, *, reviewer: Any =
     return request
 
 
+# A removed placement is kept, marked with this condition, until the reconcile has pruned the tenant's objects
+# on that cluster (scheduling.delivery deletes the row then): the cluster is remembered until it is clean.
+LEAVING = "Removing"
+
+
+def leaving(row: Placement) -> bool:
+    return any(c.get("type") == LEAVING for c in row.conditions)
+
+
 def apply_change(tenant: Tenant, cluster: Cluster, action: str) -> None:
     if action == PlacementChangeRequest.Action.ADD:
-        Placement.objects.create(tenant=tenant, cluster=cluster, home=False)
+        Placement.objects.update_or_create(tenant=tenant, cluster=cluster, defaults={"home": False, "conditions": []})
     elif action == PlacementChangeRequest.Action.REMOVE:
-        Placement.objects.filter(tenant=tenant, cluster=cluster, home=False).delete()
+        Placement.objects.filter(tenant=tenant, cluster=cluster, home=False).update(conditions=[{
+            "type": LEAVING, "status": "True", "reason": "PlacementRemoved",
+            "message": "the tenant's objects on this cluster are being pruned",
+            "lastTransitionTime": clock.now().isoformat()}])
+        # Its quotas there go with it (the ClusterQueue they fed is pruned); audited with the approval.
+        Quota.objects.filter(tenant=tenant, cluster=cluster).delete()
     else:  # set-home: the old home stays a placement (its namespace and queues), without the control plane
         Placement.objects.filter(tenant=tenant, home=True).update(home=False)
-        Placement.objects.update_or_create(tenant=tenant, cluster=cluster, defaults={"home": True})
+        Placement.objects.update_or_create(tenant=tenant, cluster=cluster, defaults={"home": True, "conditions": []})
 
 
 def reject_placement_change(request: PlacementChangeRequest, *, reviewer: Any = None,

@@ -160,7 +160,14 @@ def _reconcile_tenant(
         try:
             if tenant.phase == Phase.APPROVED:
                 # A first tenant needs the platform's shared objects (chart repositories, flavors) too.
-                reconcile_platform(backend, ctx)
+                try:
+                    reconcile_platform(backend, ctx)
+                except InfraError:
+                    if len(platform_targets(ctx)) == 1:
+                        raise
+                    # Several clusters: one that failed fails this tenant's placement there, if it has one, on
+                    # its own (and is marked); the tenant's other clusters go on.
+                    log.warning("tenant %s: the platform failed on some cluster", tenant.slug, exc_info=True)
             ensure_layout(backend, ctx)
             if teardown:
                 # Ordered and resumable: stop admission, vCluster, policies, OpenBao, namespace last.

@@ -44,7 +44,15 @@ def move_root_layout(backend: GitOpsBackend, tree: str) -> str | None:
         _move_written_index(backend, tree, roots)
         message = (f"gpufleet: move {', '.join(f'{r}/' for r in roots)} to {tree}/ (host clusters; "
                    "renames only, no object changed)")
-        return backend.git.commit_paths([*roots, *(f"{tree}/{root}" for root in roots)], message)
+        backend.git.run("add", "-A", "--", *(f"{tree}/{root}" for root in roots))
+        staged = [p for p in backend.git.run("diff", "--cached", "--name-only", "-z").split("\0") if p]
+        ours = tuple(f"{root}/" for root in roots) + tuple(f"{tree}/{root}/" for root in roots)
+        if not staged:
+            return None
+        if any(not path.startswith(ours) for path in staged):
+            raise PermanentError("other changes are staged in the GitOps repository; commit or reset them first")
+        backend.git.run("commit", "-q", "-m", message)
+        return backend.git.head()
 
 
 def _move_written_index(backend: GitOpsBackend, tree: str, roots: list[str]) -> None:

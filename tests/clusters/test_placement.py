@@ -94,7 +94,9 @@ def test_a_placement_change_is_reviewed_and_audited(placed) -> None:
     assert Placement.objects.filter(tenant=acme, cluster__name="inference").exists()
     request = placing.propose_placement_change(acme, cluster="inference", action="remove")
     placing.approve_placement_change(request)
-    assert not Placement.objects.filter(tenant=acme, cluster__name="inference").exists()
+    # Kept, marked, until the reconcile has pruned acme's objects there (tests/clusters/test_delivery.py).
+    removed = Placement.objects.get(tenant=acme, cluster__name="inference")
+    assert placing.leaving(removed) and removed.condition("Removing")["reason"] == "PlacementRemoved"
     assert Tenant.objects.get(pk=acme.pk).generation == generation + 1
     actions = list(AuditEvent.objects.filter(action__startswith="placement.").values_list("action", flat=True))
     # The fixture's move of the home (proposed, approved), then this test's rejected and approved removal.

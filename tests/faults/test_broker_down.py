@@ -72,7 +72,7 @@ def test_writes_succeed_with_the_broker_down_and_run_when_it_is_back(admin_api, 
             app.conf.task_default_queue = "celery"
     ready = Tenant.objects.get(pk=tenant.pk)
     assert ready.display_name == "Acme research"
-    assert any(p.name == "tenants" for p in gitops_repo.iterdir())
+    assert any(p.name == "tenants" for p in (gitops_repo / "clusters/default").iterdir())
     assert "h100" in "".join(p.read_text() for p in (gitops_repo / "clusters/default/tenants" / "acme").rglob("*.yaml"))
 
 
