@@ -132,7 +132,8 @@ def update_cluster(cluster: Cluster, **data: Any) -> Cluster:
     if "trust_levels" in values and not errors:
         # Narrowing trust must not strand tenants already placed there: drain them first.
         stranded = sorted(p.tenant.slug for p in Placement.objects.filter(cluster=cluster).select_related("tenant")
-                          if values["trust_levels"] and p.tenant.trust_level not in values["trust_levels"])
+                          if values["trust_levels"] and p.tenant.trust_level not in values["trust_levels"]
+                          and not placement_actions.leaving(p))
         if stranded:
             errors["trust_levels"] = [f"tenants placed here would no longer be allowed: {', '.join(stranded)} "
                                       "(drain their placements first)"]
@@ -206,7 +207,9 @@ def drain_placements(cluster: Cluster, *, to: Any = "", reason: Any = "", propos
         raise ActionError({"reason": ["must be a string"]})
     reason = reason or f"drain cluster {cluster.name}"
     result = DrainResult(cluster=cluster.name, target=target.name if target else "")
-    placements = list(Placement.objects.filter(cluster=cluster).select_related("tenant").order_by("tenant__slug"))
+    # A placement already being removed (pruning in progress) is drained already.
+    placements = [p for p in Placement.objects.filter(cluster=cluster).select_related("tenant").order_by(
+        "tenant__slug") if not placement_actions.leaving(p)]
     # Check everything first: a refusal for one tenant must not leave the others half-drained.
     errors: Errors = {}
     if target is not None:
@@ -222,7 +225,8 @@ def drain_placements(cluster: Cluster, *, to: Any = "", reason: Any = "", propos
                 result.skipped.append(p.tenant.slug)
                 continue
             steps = []
-            if target is not None and not Placement.objects.filter(tenant=p.tenant, cluster=target).exists():
+            there = Placement.objects.filter(tenant=p.tenant, cluster=target).first() if target is not None else None
+            if target is not None and (there is None or placement_actions.leaving(there)):
                 steps.append((target.name, PlacementChangeRequest.Action.ADD))
             steps.append((cluster.name, PlacementChangeRequest.Action.REMOVE))
             for name, action in steps:

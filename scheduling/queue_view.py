@@ -181,15 +181,16 @@ def collect(tenants: Any, at: datetime, *, client_for: Callable[[str], Any] | No
     from infra.metrics import MetricsClient
 
     from .models import Flavor, Placement, Quota
+    from .placement_actions import leaving
 
-    placements = [PlacementFact(p.tenant.slug, p.cluster.name, p.home) for p in
-                  Placement.objects.filter(tenant__in=tenants).select_related("tenant", "cluster")]
+    rows = [p for p in Placement.objects.filter(tenant__in=tenants).select_related("tenant", "cluster")
+            if not leaving(p)]  # a removed placement being pruned is no longer the tenant's there
+    placements = [PlacementFact(p.tenant.slug, p.cluster.name, p.home) for p in rows]
     quotas = [QuotaFact(q.tenant.slug, q.flavor.name, q.cluster.name, q.nominal, q.borrowing_limit) for q in
               Quota.objects.filter(tenant__in=tenants).select_related("tenant", "flavor", "cluster")]
     resources = {f.name: f.resource_name for f in Flavor.objects.all()}
     make = client_for or MetricsClient
-    clusters = {p.cluster for p in
-                Placement.objects.filter(tenant__in=tenants).select_related("cluster")}
+    clusters = {p.cluster for p in rows}
     samples: dict[str, ClusterSamples] = {}
     for cluster in sorted(clusters, key=lambda c: c.name):
         url = cluster.metrics_url or settings.GPUFLEET_METRICS_URL

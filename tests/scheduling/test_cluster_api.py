@@ -138,7 +138,9 @@ def test_placement_requests_follow_review_and_trust(world) -> None:
     assert alice.post(f"/api/v1/placement-requests/{pk}/approve/", {}, format="json").status_code == 403
     approved = admin.post(f"/api/v1/placement-requests/{pk}/approve/", {"comment": "ok"}, format="json")
     assert approved.status_code == 200 and approved.json()["state"] == "approved"
-    assert not Placement.objects.filter(tenant=world["acme"], cluster__name="training").exists()
+    removed = Placement.objects.get(tenant=world["acme"], cluster__name="training")
+    assert removed.conditions[0]["type"] == "Removing"  # kept until the reconcile has pruned it there
+    assert alice.get("/api/v1/queue/?cluster=training").json()["rows"] == []
     again = admin.post(f"/api/v1/placement-requests/{pk}/approve/", {}, format="json")
     assert again.status_code == 409
 
@@ -154,6 +156,8 @@ def test_delete_only_an_empty_cluster_and_its_capacity_goes_with_it(world) -> No
     zeta_dev = PlacementChangeRequest.objects.create(tenant=world["zeta"], cluster=Cluster.objects.get(name="dev"),
                                                      action="remove")
     placement_actions.approve_placement_change(zeta_dev)
+    assert admin.delete("/api/v1/clusters/dev/").status_code == 409  # still being pruned there
+    Placement.objects.filter(tenant=world["zeta"], cluster__name="dev").delete()  # what the prune does at the end
     assert admin.delete("/api/v1/clusters/dev/").status_code == 204
     assert not Cluster.objects.filter(name="dev").exists()
     assert actions.Flavor.objects.get(name="h100").capacity == 8

@@ -13,6 +13,7 @@ from django.core.management.base import CommandError
 from gpufleet.audit.models import AuditEvent
 from scheduling import actions, placement_actions
 from scheduling.models_clusters import Cluster, Placement, PlacementChangeRequest
+from scheduling.placement_actions import leaving
 from tests.support import factories
 
 pytestmark = pytest.mark.django_db
@@ -31,6 +32,11 @@ def three(db):
     cli("cluster", "add", "inference", "--purpose", "inference", "--region", "us-east-1")
     cli("cluster", "add", "dev", "--purpose", "dev", "--trust-level", "untrusted")
     return {c.name: c for c in Cluster.objects.all()}
+
+
+def active(tenant) -> list[tuple[str, bool]]:
+    return sorted((p.cluster.name, p.home) for p in Placement.objects.filter(tenant=tenant).select_related("cluster")
+                  if not leaving(p))
 
 
 def place(tenant, cluster: str, action: str = "add") -> None:
@@ -105,10 +111,11 @@ def test_drain_moves_non_home_placements_through_reviewed_requests(three) -> Non
     assert Placement.objects.filter(cluster__name="training").count() == 2
     text = cli("cluster", "drain-placements", "training", "--to", "inference", "--approve")
     assert "approved" in text
-    assert sorted(Placement.objects.filter(tenant=acme).values_list("cluster__name", "home")) == [
-        ("default", True), ("inference", False)]
-    assert sorted(Placement.objects.filter(tenant=mallory).values_list("cluster__name", flat=True)) == [
-        "default", "dev", "inference"]
+    assert active(acme) == [("default", True), ("inference", False)]
+    assert [c for c, _ in active(mallory)] == ["default", "dev", "inference"]
+    # The removed placements stay, marked, until the reconcile has pruned the tenants' objects there.
+    assert all(leaving(p) for p in Placement.objects.filter(cluster__name="training"))
+    assert json.loads(cli("cluster", "drain-placements", "training", "--json"))["requests"] == []
     assert AuditEvent.objects.filter(action="placement.approve").count() == 3 + 4
     # The home is never drained.
     home = json.loads(cli("cluster", "drain-placements", "default", "--json"))

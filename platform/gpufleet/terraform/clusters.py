@@ -24,6 +24,11 @@ PLACEMENT_HINT = ("Placing a tenant needs a platform-admin token. As a tenant ow
                   "(POST /api/v1/placement-requests/ or the portal); a platform admin reviews it.")
 
 
+def removing(placement: dict[str, Any]) -> bool:
+    """A removed placement stays listed (condition `Removing`) until its objects on the cluster are pruned."""
+    return any(c.get("type") == "Removing" for c in placement.get("conditions") or [])
+
+
 class Cluster(Base, Resource):
     @classmethod
     def get_name(cls) -> str:
@@ -140,18 +145,19 @@ class Placement(Base, Resource):
     def create(self, ctx: CreateContext, planned: dict[str, Any]) -> dict[str, Any] | None:
         self._change(planned["tenant"], planned["cluster"], "add", planned.get("reason"))
         row = self.client.find("placements", tenant=planned["tenant"], cluster=planned["cluster"])
-        if row is None:
+        if row is None or removing(row):
             raise ApiError(0, f"placement of {planned['tenant']} on {planned['cluster']} not found after approval")
         return self.state(row, planned.get("reason"))
 
     @guarded("reading the placement")
     def read(self, ctx: ReadContext, current: dict[str, Any]) -> dict[str, Any] | None:
         try:
-            return self.state(self.client.get(f"placements/{current['id']}/"), current.get("reason"))
+            row = self.client.get(f"placements/{current['id']}/")
         except ApiError as exc:
             if exc.status == 404:
                 return None
             raise
+        return None if removing(row) else self.state(row, current.get("reason"))
 
     def update(self, ctx: UpdateContext, current: dict[str, Any], planned: dict[str, Any]) -> dict[str, Any] | None:
         return {**current, "reason": planned.get("reason")}  # only the note changed; nothing to ask the API
@@ -159,11 +165,13 @@ class Placement(Base, Resource):
     @guarded("removing the placement")
     def delete(self, ctx: DeleteContext, current: dict[str, Any]) -> None:
         try:
-            self.client.get(f"placements/{current['id']}/")
+            row = self.client.get(f"placements/{current['id']}/")
         except ApiError as exc:
             if exc.status == 404:
                 return None
             raise
+        if removing(row):
+            return None
         self._change(current["tenant"], current["cluster"], "remove", current.get("reason"))
         return None
 
@@ -173,7 +181,7 @@ class Placement(Base, Resource):
         if key is None:
             return None
         row = self.client.find("placements", tenant=key[0], cluster=key[1])
-        if row is None:
+        if row is None or removing(row):
             ctx.diagnostics.add_error(f"tenant '{key[0]}' is not placed on '{key[1]}' (or it is not visible)")
             return None
         return self.state(row)
