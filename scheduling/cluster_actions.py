@@ -187,7 +187,8 @@ class DrainResult:
     target: str
     requests: list[PlacementChangeRequest] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # tenants whose home is this cluster
-    quotas_left: list[str] = field(default_factory=list)  # "slug/flavor" quotas still on the drained cluster
+    # "slug/flavor" quotas still on the drained cluster (approving a removal deletes the tenant's quotas there)
+    quotas_left: list[str] = field(default_factory=list)
 
 
 def drain_placements(cluster: Cluster, *, to: Any = "", reason: Any = "", proposed_by: Any = None,

@@ -140,7 +140,8 @@ class Command(BaseCommand):
         if result.skipped:
             lines.append(f"home here (move with a set-home placement request): {', '.join(result.skipped)}")
         if result.quotas_left:
-            lines.append(f"quotas still on {result.cluster}: {', '.join(result.quotas_left)}")
+            lines.append(f"quotas on {result.cluster} that approving the removals deletes: "
+                         f"{', '.join(result.quotas_left)}")
         self.out(data, "\n".join(lines), json)
 
 
