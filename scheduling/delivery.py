@@ -9,6 +9,7 @@ cluster's reachability -- an unreachable cluster marks its own tenants' placemen
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from typing import Any
 
@@ -96,7 +97,8 @@ def record_placement(tenant: Any, placed: Placed, error: InfraError | None) -> N
     status or reason does) and the cluster's reachability."""
     from .models_clusters import Placement
 
-    row = Placement.objects.filter(tenant_id=tenant.pk, cluster__name=placed.cluster).first()
+    rows = Placement.objects.filter(tenant_id=tenant.pk, cluster__name=placed.cluster)
+    row = rows.only("conditions", "cluster_id").first()
     if row is not None and placed.refused == REMOVED:
         if error is None:  # pruned there: the cluster forgets the tenant
             Placement.objects.filter(pk=row.pk).delete()
@@ -110,19 +112,34 @@ def record_placement(tenant: Any, placed: Placed, error: InfraError | None) -> N
         if error is None:
             fields["last_reconciled_at"] = clock.now()
         Placement.objects.filter(pk=row.pk).update(**fields)
-    _cluster_status(placed.cluster, error)
+    _cluster_status(placed.cluster, error, row.cluster_id if row is not None else None)
+
+
+# Cluster rows this process last marked reachable, and when (monotonic seconds): a fleet pass applies a thousand
+# tenants to a few clusters, and one write per cluster per interval says as much as a thousand.
+_MARKED_REACHABLE: dict[tuple[str, int], float] = {}
+REACHABLE_REFRESH_S = 30.0
 
 
 def record_platform(target: Placed, error: InfraError | None) -> None:
-    _cluster_status(target.cluster, error)
+    _cluster_status(target.cluster, error, None)
 
 
-def _cluster_status(name: str, error: InfraError | None) -> None:
+def _cluster_status(name: str, error: InfraError | None, cluster_id: int | None) -> None:
+    """`cluster_id` given: a tenant's placement, throttled per cluster row (see _MARKED_REACHABLE)."""
     from .models_clusters import Cluster
 
     if error is None:
+        now = time.monotonic()
+        key = (name, cluster_id or 0)
+        if cluster_id and now - _MARKED_REACHABLE.get(key, -REACHABLE_REFRESH_S) < REACHABLE_REFRESH_S:
+            return
         Cluster.objects.filter(name=name).update(reachable=True, last_sync_at=clock.now(), status_message="")
-    elif isinstance(error, TransientError):
+        _MARKED_REACHABLE[key] = now
+        return
+    for key in [k for k in _MARKED_REACHABLE if k[0] == name]:
+        _MARKED_REACHABLE.pop(key)
+    if isinstance(error, TransientError):
         Cluster.objects.filter(name=name).update(reachable=False, status_message=str(error)[:2000])
     else:
         Cluster.objects.filter(name=name).update(reachable=True, status_message=str(error)[:2000])
