@@ -11,7 +11,9 @@ BENCH_DATABASE_URL overrides) and a temporary GitOps repository, then measures:
    that tenant's.
 
 Prints each figure, the no-op/cold ratio and the targets with PASS/FAIL; exits 1 on a FAIL.
-Options: --tenants N (default 1000), --profile (cProfile of the no-op pass, top 25 by cumulative time).
+Options: --tenants N (default 1000), --clusters N (default 1: the fleet spread over N host clusters, each
+tenant's home on one of them round robin, every flavor offered on each with its share of the capacity),
+--profile (cProfile of the no-op pass, top 25 by cumulative time).
 """
 
 from __future__ import annotations
@@ -79,10 +81,31 @@ def _setup_django(url: str, gitops: Path) -> None:
     logging.getLogger("celery").setLevel(logging.WARNING)  # one "Task succeeded" line per tenant otherwise
 
 
-def _populate(n: int) -> tuple[list[str], dict]:
-    """n trusted tenants (trusted: all four flavors allowed) with a quota on each flavor."""
+CLUSTER_PURPOSES = ("training", "inference", "dev")
+
+
+def _clusters(count: int, n: int, flavors: list) -> list:
+    """`default` plus count-1 more host clusters; each flavor's capacity split evenly among them."""
     from scheduling import actions as sched
-    from scheduling.models import Quota
+    from scheduling import placement_actions as placing
+    from scheduling.models import Cluster
+
+    clusters = [Cluster.objects.get(name="default")]
+    for i in range(1, count):
+        clusters.append(placing.create_cluster(f"{CLUSTER_PURPOSES[(i - 1) % 3]}-{i}",
+                                               purpose=CLUSTER_PURPOSES[(i - 1) % 3]))
+    for flavor in flavors:
+        share = flavor.capacity // count
+        for cluster in clusters[1:]:
+            sched.set_cluster_flavor(cluster.name, flavor.name, capacity=share)
+    return clusters
+
+
+def _populate(n: int, cluster_count: int = 1) -> tuple[list[str], dict]:
+    """n trusted tenants (trusted: all four flavors allowed) with a quota on each flavor, homes spread round
+    robin over `cluster_count` host clusters."""
+    from scheduling import actions as sched
+    from scheduling.models import Placement, Quota
     from tenants import actions
     from tenants.models import Phase, Tenant
 
@@ -94,19 +117,25 @@ def _populate(n: int) -> tuple[list[str], dict]:
         sched.create_flavor("h100-quarter", gpu_model=model.name, mode="hami", memory_percent=25,
                             cores_percent=25, capacity=8 * n),
     ]
+    # Clusters and their offers first: catalog changes enqueue reconcile_all, which runs inline here.
+    clusters = _clusters(cluster_count, n, flavors)
     slugs = [f"team-{i:04d}" for i in range(n)]
     for slug in slugs:
         actions.request_tenant(slug, "trusted", f"Team {slug}")
     # Already approved and provisioned once (so a reconcile does not re-apply the platform per tenant);
     # the repository is empty, which is what makes the first pass cold.
     Tenant.objects.filter(slug__in=slugs).update(phase=Phase.READY)
-    tenants = list(Tenant.objects.filter(slug__in=slugs))
+    tenants = list(Tenant.objects.filter(slug__in=slugs).order_by("slug"))
+    home = {t.pk: clusters[i % len(clusters)] for i, t in enumerate(tenants)}
+    for cluster in clusters[1:]:
+        Placement.objects.filter(tenant_id__in=[pk for pk, c in home.items() if c == cluster]).update(cluster=cluster)
     # Setup data, written in bulk (set_quota's per-row audit and enqueue are measured in step 4 instead).
     Quota.objects.bulk_create(
-        [Quota(tenant=t, flavor=f, nominal=1, borrowing_limit=1, lending_limit=0) for t in tenants for f in flavors],
+        [Quota(tenant=t, flavor=f, cluster=home[t.pk], nominal=1, borrowing_limit=1, lending_limit=0)
+         for t in tenants for f in flavors],
         batch_size=2000,
     )
-    return slugs, {"flavors": flavors}
+    return slugs, {"flavors": flavors, "home": {t.slug: home[t.pk].tree for t in tenants}}
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -122,6 +151,7 @@ def _timed(fn, *args):  # type: ignore[no-untyped-def]
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tenants", type=int, default=1000)
+    parser.add_argument("--clusters", type=int, default=1, help="host clusters the fleet is spread over")
     parser.add_argument("--profile", choices=["cold", "noop"], help="cProfile one pass (top 30 by own time)")
     opts = parser.parse_args()
 
@@ -138,8 +168,9 @@ def main() -> int:
         from tenants.tasks import reconcile_all
 
         t0 = time.perf_counter()
-        slugs, data = _populate(opts.tenants)
-        print(f"setup: {opts.tenants} tenants x {FLAVORS} flavors in PostgreSQL ({time.perf_counter() - t0:.1f} s)")
+        slugs, data = _populate(opts.tenants, max(1, opts.clusters))
+        print(f"setup: {opts.tenants} tenants x {FLAVORS} flavors in PostgreSQL over {max(1, opts.clusters)} "
+              f"cluster(s) ({time.perf_counter() - t0:.1f} s)")
 
         if opts.profile == "cold":
             profiler = cProfile.Profile()
@@ -150,8 +181,8 @@ def main() -> int:
                 stats.print_callers(os.environ["BENCH_CALLERS"])
         else:
             cold, count = _timed(reconcile_all)
-        files = sum(1 for _ in gitops.glob("tenants/*/*.yaml"))
-        platform_files = sum(1 for _ in gitops.glob("platform/*.yaml"))
+        files = sum(1 for _ in gitops.glob("clusters/*/tenants/*/*.yaml"))
+        platform_files = sum(1 for _ in gitops.glob("clusters/*/platform/*.yaml"))
         not_ready = Tenant.objects.exclude(phase="ready").count()
         print(f"cold reconcile_all: {cold:.2f} s for {count} tenants, {files} tenant objects "
               f"({files / max(count, 1):.1f} per tenant) + {platform_files} platform objects; "
@@ -183,7 +214,7 @@ def main() -> int:
         change_s, _ = _timed(lambda: sched.set_quota(tenant, flavor=data["flavors"][0].name, nominal=3))
         touched = _git(gitops, "diff", "--name-only", before, "HEAD").split()
         commits = int(_git(gitops, "rev-list", "--count", f"{before}..HEAD").strip())
-        own = all(path.startswith(f"tenants/{slug}/") for path in touched)
+        own = all(path.startswith(f"{data['home'][slug]}/tenants/{slug}/") for path in touched)
         print(f"one quota change ({slug}): {change_s:.3f} s, {commits} commit(s), {len(touched)} file(s) touched: "
               f"{', '.join(touched)}")
 

@@ -148,27 +148,38 @@ OWNER_LABEL = "gpufleet.io/owner"
 
 @dataclass(frozen=True)
 class Owner:
-    """Who owns a set of rendered objects: one tenant, or the platform (cluster-wide objects)."""
+    """Who owns a set of rendered objects: one tenant, or the platform (cluster-wide objects), on one host
+    cluster. `tree` is that cluster's folder in the GitOps repository (`clusters/<name>`); the owner string
+    carries it as a prefix (`clusters/train/tenant:acme`, `clusters/train/platform`). No tree is the root
+    layout of a single-cluster installation from before clusters (`tenant:acme`, `platform`). The labels do
+    not depend on the tree: the same tenant's objects on two clusters are labelled alike."""
 
     kind: str  # "tenant" | "platform"
     name: str = ""
+    tree: str = ""
 
     @classmethod
     def parse(cls, text: str) -> Owner:
-        if text == "platform":
-            return cls("platform")
-        kind, _, name = text.partition(":")
-        if kind != "tenant" or not name or "/" in name or name.startswith("."):
-            raise ValueError(f"not an owner: {text!r} (expected 'platform' or 'tenant:<slug>')")
-        return cls("tenant", name)
+        tree, _, local = text.rpartition("/")
+        if tree and (tree.startswith("/") or tree.endswith("/")
+                     or any(part in ("", ".", "..") or part.startswith(".") for part in tree.split("/"))):
+            raise ValueError(f"not an owner: {text!r} (bad cluster folder {tree!r})")
+        if local == "platform":
+            return cls("platform", tree=tree)
+        kind, _, name = local.partition(":")
+        if kind != "tenant" or not name or name.startswith("."):
+            raise ValueError(f"not an owner: {text!r} (expected '[<tree>/]platform' or '[<tree>/]tenant:<slug>')")
+        return cls("tenant", name, tree)
 
     def __str__(self) -> str:
-        return "platform" if self.kind == "platform" else f"tenant:{self.name}"
+        local = "platform" if self.kind == "platform" else f"tenant:{self.name}"
+        return f"{self.tree}/{local}" if self.tree else local
 
     @property
     def path(self) -> str:
         """Folder in the GitOps repository."""
-        return "platform" if self.kind == "platform" else f"tenants/{self.name}"
+        local = "platform" if self.kind == "platform" else f"tenants/{self.name}"
+        return f"{self.tree}/{local}" if self.tree else local
 
     @property
     def labels(self) -> dict[str, str]:

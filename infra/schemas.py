@@ -73,6 +73,11 @@ def _to_jsonschema(schema: Any) -> Any:
     if not isinstance(schema, dict):
         return schema
     out = {key: _to_jsonschema(value) for key, value in schema.items()}
+    pattern = out.get("pattern")
+    if isinstance(pattern, str) and pattern.startswith("^(?i)"):
+        # Go's RE2 takes a flag group anywhere (Kueue's AdmissionCheck parameters.kind: `^(?i)[a-z]...`);
+        # Python only at the very start, where it means the same.
+        out["pattern"] = "(?i)^" + pattern[len("^(?i)"):]
     if out.pop("nullable", False) and "type" in out:
         out["type"] = [out["type"], "null"] if isinstance(out["type"], str) else [*out["type"], "null"]
     return out

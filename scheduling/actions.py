@@ -34,6 +34,7 @@ from .models import (
     SlaTier,
     TenantScheduling,
 )
+from .models_clusters import DEFAULT_CLUSTER, Cluster, ClusterFlavor, default_cluster_id
 from .render import REFUSED_METRICS
 
 Errors = dict[str, list[str]]
@@ -159,6 +160,9 @@ def create_flavor(name: Any, *, gpu_model: Any, mode: Any, mig_profile: Any = ""
                 name=name, gpu_model=model, capacity=units, weight=weight_value, overcommit_factor=factor,
                 node_labels=node_labels or {}, tolerations=tolerations or [], taints=taints or [], **fields,
             )
+            # A new flavor is offered on `default` with its whole capacity (single-cluster behaviour); other
+            # clusters' offers are set with set_cluster_flavor, which keeps Flavor.capacity their sum.
+            ClusterFlavor.objects.create(cluster_id=default_cluster_id(), flavor=flavor, capacity=units)
             record("flavor.create", flavor, after=flavor_snapshot(flavor))
             _enqueue_all()
     except IntegrityError as exc:
@@ -185,6 +189,14 @@ def set_flavor_capacity(flavor: Flavor, *, capacity: Any = None, overcommit_fact
         flavor = Flavor.objects.select_for_update().get(pk=flavor.pk)
         before = flavor_snapshot(flavor)
         if units is not None:
+            # The fleet total: what is not on another cluster is on `default`.
+            elsewhere = (ClusterFlavor.objects.filter(flavor=flavor).exclude(cluster_id=default_cluster_id())
+                         .aggregate(n=Sum("capacity"))["n"] or 0)
+            if units < elsewhere:
+                raise ActionError({"capacity": [f"other clusters offer {elsewhere} units of '{flavor.name}'; "
+                                                "the fleet total cannot be less"]})
+            ClusterFlavor.objects.update_or_create(cluster_id=default_cluster_id(), flavor=flavor,
+                                                   defaults={"capacity": units - elsewhere})
             flavor.capacity = units
         if factor is not None:
             flavor.overcommit_factor = factor
@@ -198,6 +210,36 @@ def set_flavor_capacity(flavor: Flavor, *, capacity: Any = None, overcommit_fact
         record("flavor.update", flavor, before=before, after=flavor_snapshot(flavor))
         _enqueue_all()
     return flavor
+
+
+def set_cluster_flavor(cluster: Any, flavor: Any, *, capacity: Any) -> ClusterFlavor:
+    """Offer `flavor` on `cluster` with `capacity` units (0 keeps the offer with nothing in it); Flavor.capacity
+    follows as the fleet total."""
+    errors: Errors = {}
+    cluster_row = Cluster.objects.filter(name=cluster).first() if isinstance(cluster, str) else None
+    if cluster_row is None:
+        errors["cluster"] = [f"unknown cluster {cluster!r}"]
+    flavor_row = Flavor.objects.filter(name=flavor).first() if isinstance(flavor, str) else None
+    if flavor_row is None:
+        errors["flavor"] = [f"unknown flavor {flavor!r}"]
+    units = validation.count(capacity, "capacity", errors)
+    if errors:
+        raise ActionError(errors)
+    with transaction.atomic():
+        flavor_row = Flavor.objects.select_for_update().get(pk=flavor_row.pk)  # type: ignore[union-attr]
+        before = flavor_snapshot(flavor_row)
+        offer, _ = ClusterFlavor.objects.update_or_create(cluster=cluster_row, flavor=flavor_row,
+                                                          defaults={"capacity": units})
+        flavor_row.capacity = ClusterFlavor.objects.filter(flavor=flavor_row).aggregate(n=Sum("capacity"))["n"] or 0
+        promised = held_quota(flavor_row).aggregate(n=Sum("nominal"))["n"] or 0
+        if promised > allowed_total(flavor_row):
+            raise ActionError({"capacity": [f"tenants hold {promised} units of '{flavor_row.name}' as nominal "
+                                            f"quota; the fleet would offer {allowed_total(flavor_row)}"]})
+        flavor_row.save(update_fields=["capacity"])
+        record("flavor.update", flavor_row, before=before,
+               after={**flavor_snapshot(flavor_row), "cluster": cluster_row.name, "cluster_capacity": units})
+        _enqueue_all()
+    return offer
 
 
 def held_quota(flavor: Flavor):  # type: ignore[no-untyped-def]
@@ -245,7 +287,7 @@ def create_cohort(name: Any, *, parent: Any = None, fair_sharing_weight: Any = N
 def create_node_pool(name: Any, *, flavor: Any, gpu_limit: Any, instance_types: Any = None,
                      capacity_types: Any = None, node_class: str = "gpu", consolidation_policy: Any = None,
                      consolidate_after: Any = "1h", allow_underutilized: bool = False,
-                     gpus_per_node: Any = 8) -> GpuNodePool:
+                     gpus_per_node: Any = 8, cluster: Any = None, trust_levels: Any = None) -> GpuNodePool:
     """A Karpenter GPU NodePool. `WhenEmptyOrUnderutilized` needs allow_underutilized=True and is
     reported back as a warning (GpuNodePool.warnings): it evicts live inference."""
     errors: Errors = {}
@@ -274,12 +316,18 @@ def create_node_pool(name: Any, *, flavor: Any, gpu_limit: Any, instance_types: 
         elif value is not None:
             # Each becomes a value of a NodePool requirement (a label value on the node).
             k8s_names.check(lambda v: k8s_names.each(k8s_names.label_value, v, "label values"), value, field, errors)
+    cluster_row = Cluster.objects.filter(name=cluster or DEFAULT_CLUSTER).first() if isinstance(
+        cluster, str | None) else None
+    if cluster_row is None and cluster not in (None, ""):
+        errors["cluster"] = [f"unknown cluster {cluster!r}"]
+    levels = validation.trust_levels(trust_levels, "trust_levels", errors)
     if not errors and GpuNodePool.objects.filter(name=name).exists():
         errors["name"] = [f"node pool '{name}' already exists"]
     if errors:
         raise ActionError(errors)
     with transaction.atomic():
         pool = GpuNodePool.objects.create(
+            cluster_id=cluster_row.pk if cluster_row else default_cluster_id(), trust_levels=levels,
             name=name, flavor=flavor_row, gpu_limit=limit, instance_types=instance_types or [],
             capacity_types=capacity_types or ["on-demand"], node_class=node_class, consolidation_policy=policy,
             consolidate_after=consolidate_after, allow_underutilized=bool(allow_underutilized),
@@ -372,22 +420,55 @@ def check_quota(tenant: Tenant, flavor: Any, nominal: Any, borrowing_limit: Any,
     return row, n, borrow, lend
 
 
+def quota_cluster(tenant: Tenant, cluster: Any, row: Flavor | None, nominal: int | None) -> Cluster:
+    """The cluster a quota is on: the one named, else the tenant's home. The tenant must be placed there, the
+    flavor offered there, and -- on a cluster other than `default`, whose capacity the fleet check above
+    covers -- the nominal quotas of every tenant on it fit its capacity (x overcommit, plus its node pools)."""
+    from .models_clusters import Placement
+
+    if cluster in (None, ""):
+        home = Placement.objects.filter(tenant=tenant, home=True).select_related("cluster").first()
+        found = home.cluster if home else Cluster.objects.get(pk=default_cluster_id())
+    else:
+        found = Cluster.objects.filter(name=cluster).first() if isinstance(cluster, str) else None
+        if found is None:
+            raise ActionError({"cluster": [f"unknown cluster {cluster!r}"]})
+    if found.name != DEFAULT_CLUSTER and not Placement.objects.filter(tenant=tenant, cluster=found).exists():
+        raise ActionError({"cluster": [f"tenant '{tenant.slug}' is not placed on cluster '{found.name}' "
+                                       "(propose a placement first)"]})
+    if row is None or nominal is None or found.name == DEFAULT_CLUSTER:
+        return found
+    offer = ClusterFlavor.objects.filter(cluster=found, flavor=row).first()
+    if offer is None:
+        raise ActionError({"flavor": [f"'{row.name}' is not offered on cluster '{found.name}'"]})
+    pool_gpus = GpuNodePool.objects.filter(flavor=row, cluster=found).aggregate(n=Sum("gpu_limit"))["n"] or 0
+    limit = int((offer.capacity + pool_gpus * catalog.units_per_gpu(row.weight)) * row.overcommit_factor)
+    others = (held_quota(row).filter(cluster=found).exclude(tenant=tenant).aggregate(s=Sum("nominal"))["s"] or 0)
+    if others + nominal > limit:
+        raise ActionError({"nominal": [f"over capacity on cluster '{found.name}': '{row.name}' offers {limit} units "
+                                       f"there, other tenants hold {others}, so at most {max(limit - others, 0)} "
+                                       "remain"]})
+    return found
+
+
 def set_quota(tenant: Tenant, *, flavor: Any, nominal: Any, borrowing_limit: Any = None,
-              lending_limit: Any = None, action: str = "quota.set") -> Quota:
-    """A direct quota edit (platform admins; also what an approved change request applies)."""
+              lending_limit: Any = None, action: str = "quota.set", cluster: Any = None) -> Quota:
+    """A direct quota edit (platform admins; also what an approved change request applies). `cluster`: the
+    host cluster (default: the tenant's home)."""
     with transaction.atomic():
         tenant = _writable(tenant)
         row, n, borrow, lend = check_quota(tenant, flavor, nominal, borrowing_limit, lending_limit)
-        quota = Quota.objects.select_for_update().filter(tenant=tenant, flavor=row).first()
+        on = quota_cluster(tenant, cluster, row, n)
+        quota = Quota.objects.select_for_update().filter(tenant=tenant, flavor=row, cluster=on).first()
         before = quota.spec() if quota else None
         if quota is None:
-            quota = Quota(tenant=tenant, flavor=row)
+            quota = Quota(tenant=tenant, flavor=row, cluster=on)
         quota.nominal, quota.borrowing_limit, quota.lending_limit = n, borrow, lend
         if quota.spec() == before:
             return quota
         quota.save()
         _bump(tenant)
-        record(action, quota, before=before, after=quota.spec(), tenant_slug=tenant.slug)
+        record(action, quota, before=before, after={**quota.spec(), "cluster": on.name}, tenant_slug=tenant.slug)
         _enqueue_tenant(tenant)
     return quota
 
@@ -407,7 +488,8 @@ def delete_quota(quota: Quota) -> None:
 
 
 def propose_quota_change(tenant: Tenant, *, flavor: Any, nominal: Any, borrowing_limit: Any = None,
-                         lending_limit: Any = None, reason: Any = "", proposed_by: Any = None) -> QuotaChangeRequest:
+                         lending_limit: Any = None, reason: Any = "", proposed_by: Any = None,
+                         cluster: Any = None) -> QuotaChangeRequest:
     """A tenant admin asks for a quota. Checked now (a hopeless request is refused at once) and again
     at approval; in GitOps mode a branch `quota/<id>` is proposed on commit."""
     if not isinstance(reason, str) or len(reason) > 2000:
@@ -415,13 +497,14 @@ def propose_quota_change(tenant: Tenant, *, flavor: Any, nominal: Any, borrowing
     with transaction.atomic():
         tenant = _writable(tenant)
         row, n, borrow, lend = check_quota(tenant, flavor, nominal, borrowing_limit, lending_limit)
+        on = quota_cluster(tenant, cluster, row, n)
         request = QuotaChangeRequest.objects.create(
-            tenant=tenant, flavor=row, nominal=n, borrowing_limit=borrow, lending_limit=lend, reason=reason,
+            tenant=tenant, flavor=row, cluster=on, nominal=n, borrowing_limit=borrow, lending_limit=lend, reason=reason,
             proposed_by=proposed_by if getattr(proposed_by, "pk", None) else None,
         )
         request.branch = f"quota/{request.pk}"
         request.save(update_fields=["branch"])
-        record("quota_request.propose", request, after={**request.spec(), "reason": reason},
+        record("quota_request.propose", request, after={**request.spec(), "cluster": on.name, "reason": reason},
                tenant_slug=tenant.slug)
         _enqueue_proposal("propose", request.pk)
         _enqueue_simulation(request)
@@ -459,9 +542,10 @@ def approve_quota_change(request: QuotaChangeRequest, *, reviewer: Any = None, c
         tenant = _writable(request.tenant)
         row, n, borrow, lend = check_quota(tenant, request.flavor.name, request.nominal, request.borrowing_limit,
                                            request.lending_limit)
-        quota = Quota.objects.select_for_update().filter(tenant=tenant, flavor=row).first()
+        on = quota_cluster(tenant, request.cluster.name, row, n)
+        quota = Quota.objects.select_for_update().filter(tenant=tenant, flavor=row, cluster=on).first()
         before = quota.spec() if quota else None
-        quota = quota or Quota(tenant=tenant, flavor=row)
+        quota = quota or Quota(tenant=tenant, flavor=row, cluster=on)
         quota.nominal, quota.borrowing_limit, quota.lending_limit = n, borrow, lend
         quota.save()
         _bump(tenant)
@@ -470,7 +554,8 @@ def approve_quota_change(request: QuotaChangeRequest, *, reviewer: Any = None, c
         request.review_comment = comment
         request.reviewed_at = clock.now()
         request.save(update_fields=["state", "reviewed_by", "review_comment", "reviewed_at"])
-        record("quota_request.approve", request, before=before, after={**request.spec(), "comment": comment},
+        record("quota_request.approve", request, before=before,
+               after={**request.spec(), "cluster": on.name, "comment": comment},
                tenant_slug=tenant.slug)
         # GitOps: merge the proposal branch (one commit on main); otherwise reconcile the tenant.
         _enqueue_proposal("approve", request.pk)

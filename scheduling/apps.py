@@ -23,4 +23,27 @@ class SchedulingConfig(AppConfig):
         from . import inputs_many  # batch loaders for fleet-wide passes (gitops-sync)
 
         inputs_many.register()
+        from tenants import actions as tenant_actions
+
+        from .placement_actions import place_new_tenant
+
+        if place_new_tenant not in tenant_actions.ON_REQUEST:
+            tenant_actions.ON_REQUEST.append(place_new_tenant)
+        from . import delivery
+
+        if not tenant_render.PLACEMENT_HOOKS:
+            tenant_render.PLACEMENT_HOOKS.append(delivery.placed_for_tenant)
+            tenant_render.PLATFORM_TARGET_HOOKS.append(delivery.platform_targets)
+        if delivery.record_placement not in reconcile.PLACEMENT_STATUS_HOOKS:
+            reconcile.PLACEMENT_STATUS_HOOKS.append(delivery.record_placement)
+            reconcile.PLATFORM_STATUS_HOOKS.append(delivery.record_platform)
+        if delivery.reserved_pools_values not in tenant_render.VCLUSTER_VALUES_HOOKS:
+            tenant_render.VCLUSTER_VALUES_HOOKS.append(delivery.reserved_pools_values)
+        from tenants import backends
+
+        if delivery.kube_clusters not in backends.KUBE_CLUSTER_HOOKS:
+            backends.KUBE_CLUSTER_HOOKS.append(delivery.kube_clusters)
+        from . import multikueue_render  # MultiKueue mode: wraps the placement hook registered above
+
+        multikueue_render.register()
         from . import demo  # noqa: F401  (registers the demo fleet's catalog seeder)

@@ -53,3 +53,48 @@ def seed_catalog(users: dict[str, Any], tenants: dict[str, Any]) -> None:
     for slug, name, model, tier in ENDPOINTS:
         if not InferenceEndpoint.objects.filter(tenant=tenants[slug], name=name).exists():
             actions.create_endpoint(tenants[slug], name, model=model, tier=tier)
+
+
+# Three host clusters besides `default` (the upgraded single cluster): a training cluster, an inference
+# cluster in another region, and a dev cluster reserved for untrusted tenants.
+CLUSTERS = [
+    # name, fields, flavor offers (flavor, units)
+    ("training", {"purpose": "training", "region": "eu-west-1", "region_name": "Europe (Ireland)",
+                  "zones": ["eu-west-1a", "eu-west-1b"], "metrics_label": "training",
+                  "kubeconfig_secret": "gpufleet-cluster-training"},
+     [("a100-whole", 16), ("a100-3g", 14)]),
+    ("inference", {"purpose": "inference", "region": "us-east-1", "region_name": "US East (N. Virginia)",
+                   "zones": ["us-east-1a"], "metrics_label": "inference",
+                   "kubeconfig_secret": "gpufleet-cluster-inference"},
+     [("a100-whole", 8), ("a100-hami-25", 16)]),
+    ("dev", {"purpose": "dev", "region": "eu-west-1", "region_name": "Europe (Ireland)",
+             "trust_levels": ["untrusted"], "metrics_label": "dev"},
+     [("a100-whole", 4)]),
+]
+PLACEMENTS = [("vision", "training"), ("nlp-inference", "inference"), ("contractors", "dev")]
+# Quotas on those placements: tenant, cluster, flavor, nominal, borrowing limit.
+CLUSTER_QUOTAS = [("vision", "training", "a100-whole", 8, 4), ("vision", "training", "a100-3g", 6, None),
+                  ("nlp-inference", "inference", "a100-whole", 4, 2), ("contractors", "dev", "a100-whole", 2, 0)]
+
+
+@seeder
+def seed_clusters(users: dict[str, Any], tenants: dict[str, Any]) -> None:
+    from . import cluster_actions, placement_actions
+    from .models_clusters import Cluster, ClusterFlavor, Placement
+
+    for name, fields, offers in CLUSTERS:
+        if not Cluster.objects.filter(name=name).exists():
+            cluster_actions.create_cluster(name, **fields)
+        for flavor, units in offers:
+            if not ClusterFlavor.objects.filter(cluster__name=name, flavor__name=flavor).exists():
+                actions.set_cluster_flavor(name, flavor, capacity=units)
+    for slug, cluster in PLACEMENTS:
+        tenant = tenants[slug]
+        if not Placement.objects.filter(tenant=tenant, cluster__name=cluster).exists():
+            change = placement_actions.propose_placement_change(
+                tenant, cluster=cluster, action="add", reason="demo fleet", proposed_by=users["admin"])
+            placement_actions.approve_placement_change(change, reviewer=users["admin"], comment="demo fleet")
+    for slug, cluster, flavor, nominal, borrowing in CLUSTER_QUOTAS:
+        if not Quota.objects.filter(tenant=tenants[slug], cluster__name=cluster, flavor__name=flavor).exists():
+            actions.set_quota(tenants[slug], flavor=flavor, nominal=nominal, borrowing_limit=borrowing,
+                              cluster=cluster)

@@ -6,7 +6,7 @@ RenderContext.extra["scheduling"] and TenantView.extra["scheduling"].
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
@@ -79,6 +79,8 @@ class NodePoolSpec:
     consolidation_policy: str
     consolidate_after: str
     gpus_per_node: int = 8
+    # Tenant trust levels whose pods may run on the pool's nodes (empty: every level the cluster allows).
+    trust_levels: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,19 @@ class Catalog:
 
     def priority_value(self, name: str) -> int:
         return next((value for n, value, _ in self.priority_classes if n == name), 0)
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """A host cluster as render input: where its objects go and its own catalog (the flavors offered there,
+    with its capacity, and its node pools)."""
+
+    name: str
+    tree: str
+    purpose: str = "general"
+    region: str = ""
+    trust_levels: tuple[str, ...] = ()
+    catalog: Catalog = field(default_factory=Catalog)
 
 
 @dataclass(frozen=True)
@@ -137,13 +152,34 @@ class TenantScheduling:
     cohort: str
     weight: Decimal = Decimal(1)
     priority_class: str = DEFAULT_PRIORITY_CLASS
+    # The quotas on the home cluster (a single-cluster installation: all of them).
     quotas: dict[str, QuotaSpec] = field(default_factory=dict)
     endpoints: tuple[EndpointSpec, ...] = ()
+    # cluster name -> flavor -> quota, on every cluster (empty: `quotas` is all there is).
+    by_cluster: dict[str, dict[str, QuotaSpec]] = field(default_factory=dict)
+    # (cluster name, home) of each placement, home first (empty: home on `default`).
+    placements: tuple[tuple[str, bool], ...] = ()
+    # Clusters of removed placements whose objects are still to be pruned.
+    leaving: tuple[str, ...] = ()
 
-    def with_quota(self, flavor: str, quota: QuotaSpec) -> TenantScheduling:
-        """The same tenant with one quota replaced (what a change request would render)."""
-        return TenantScheduling(self.allowed_modes, self.cohort, self.weight, self.priority_class,
-                                {**self.quotas, flavor: quota}, self.endpoints)
+    @property
+    def home(self) -> str:
+        return next((name for name, home in self.placements if home), "")
+
+    def with_quota(self, flavor: str, quota: QuotaSpec, cluster: str = "") -> TenantScheduling:
+        """The same tenant with one quota replaced (what a change request would render); `cluster` ''
+        = the home cluster."""
+        cluster = cluster or self.home
+        quotas = {**self.quotas, flavor: quota} if cluster == self.home else self.quotas
+        by_cluster = {**self.by_cluster, cluster: {**self.by_cluster.get(cluster, {}), flavor: quota}} \
+            if cluster else self.by_cluster
+        return replace(self, quotas=quotas, by_cluster=by_cluster)
+
+    def on(self, cluster: str, home: bool) -> TenantScheduling:
+        """The tenant as rendered on one cluster: that cluster's quotas; endpoints on the home cluster."""
+        quotas = self.by_cluster.get(cluster, {}) if self.by_cluster else self.quotas
+        return replace(self, quotas=quotas, endpoints=self.endpoints if home else (),
+                       by_cluster={}, placements=(), leaving=())
 
 
 def flavor_spec(flavor: Any) -> FlavorSpec:
@@ -163,12 +199,12 @@ def flavor_spec(flavor: Any) -> FlavorSpec:
     )
 
 
-def load_catalog() -> dict[str, Catalog]:
+def load_catalog() -> dict[str, Any]:
     from .models import Cohort, Flavor, GpuNodePool, PriorityClass
 
     flavors = {f.pk: flavor_spec(f) for f in Flavor.objects.select_related("gpu_model")}
-    return {
-        "scheduling": Catalog(
+    pools = list(GpuNodePool.objects.all())
+    global_catalog = Catalog(
             flavors=tuple(flavors.values()),
             cohorts=tuple(
                 CohortSpec(c.name, c.parent.name if c.parent else "", c.fair_sharing_weight)
@@ -177,12 +213,7 @@ def load_catalog() -> dict[str, Catalog]:
             # Seeded by migration; the defaults stand in if the table was emptied since.
             priority_classes=tuple(PriorityClass.objects.values_list("name", "value", "description"))
             or tuple(PRIORITY_CLASSES),
-            node_pools=tuple(
-                NodePoolSpec(p.name, flavors[p.flavor_id], list(p.instance_types), list(p.capacity_types),
-                             p.gpu_limit, p.node_class, p.consolidation_policy, p.consolidate_after,
-                             p.gpus_per_node)
-                for p in GpuNodePool.objects.all()
-            ),
+            node_pools=tuple(pool_spec(p, flavors[p.flavor_id]) for p in pools),
             default_cohort=settings.GPUFLEET_DEFAULT_COHORT,
             topology_name=settings.GPUFLEET_TOPOLOGY_NAME,
             topology_levels=tuple(settings.GPUFLEET_TOPOLOGY_LEVELS),
@@ -193,7 +224,49 @@ def load_catalog() -> dict[str, Catalog]:
             fair_sharing=settings.GPUFLEET_KUEUE_FAIR_SHARING,
             vllm_image=getattr(settings, "GPUFLEET_VLLM_IMAGE", "") or Catalog.vllm_image,
         )
-    }
+    return {"scheduling": global_catalog, "clusters": load_clusters(global_catalog, flavors, pools)}
+
+
+def pool_spec(p: Any, flavor: FlavorSpec) -> NodePoolSpec:
+    return NodePoolSpec(p.name, flavor, list(p.instance_types), list(p.capacity_types), p.gpu_limit, p.node_class,
+                        p.consolidation_policy, p.consolidate_after, p.gpus_per_node,
+                        tuple(sorted(p.trust_levels or ())))
+
+
+def load_clusters(global_catalog: Catalog, flavors: dict[int, FlavorSpec], pools: list[Any]) -> tuple[ClusterSpec, ...]:
+    """Every host cluster with its own catalog. A flavor is offered on a cluster that has a ClusterFlavor row
+    for it; `default` also offers every flavor no cluster has a row for, and its capacity there is the fleet
+    total minus the other clusters' (Flavor.capacity is the sum, kept in step by the actions) -- so an upgraded
+    single-cluster installation renders exactly what it did."""
+    from .models_clusters import DEFAULT_CLUSTER, Cluster, ClusterFlavor
+
+    clusters = list(Cluster.objects.all())
+    if not clusters:  # a flushed database (tests): everything is on `default`
+        return (ClusterSpec(DEFAULT_CLUSTER, f"clusters/{DEFAULT_CLUSTER}", catalog=global_catalog),)
+    offers: dict[int, dict[int, int]] = {}
+    for cluster_id, flavor_id, capacity in ClusterFlavor.objects.values_list("cluster_id", "flavor_id", "capacity"):
+        offers.setdefault(cluster_id, {})[flavor_id] = capacity
+    default_id = next((c.pk for c in clusters if c.name == DEFAULT_CLUSTER), None)
+    elsewhere: dict[int, int] = {}
+    for cluster_id, offered in offers.items():
+        if cluster_id != default_id:
+            for flavor_id, capacity in offered.items():
+                elsewhere[flavor_id] = elsewhere.get(flavor_id, 0) + capacity
+    offered_anywhere = {flavor_id for offered in offers.values() for flavor_id in offered}
+    specs = []
+    for cluster in clusters:
+        if cluster.pk == default_id:
+            here = {pk: replace(f, capacity=max(0, f.capacity - elsewhere.get(pk, 0))) for pk, f in flavors.items()
+                    if pk in offers.get(cluster.pk, {}) or pk not in offered_anywhere}
+        else:
+            here = {pk: replace(flavors[pk], capacity=capacity) for pk, capacity in offers.get(cluster.pk, {}).items()
+                    if pk in flavors}
+        ordered = tuple(here[pk] for pk in flavors if pk in here)
+        cat = replace(global_catalog, flavors=ordered, node_pools=tuple(
+            pool_spec(p, here.get(p.flavor_id, flavors[p.flavor_id])) for p in pools if p.cluster_id == cluster.pk))
+        specs.append(ClusterSpec(cluster.name, cluster.tree, cluster.purpose, cluster.region,
+                                 tuple(cluster.trust_levels or ()), cat))
+    return tuple(specs)
 
 
 def load_tenant(tenant: Any) -> dict[str, TenantScheduling]:
@@ -201,20 +274,38 @@ def load_tenant(tenant: Any) -> dict[str, TenantScheduling]:
     (three of ours plus the isolation policy's). Mirrored for fleet passes by inputs_many."""
     from .models import InferenceEndpoint, Quota
     from .models import TenantScheduling as Settings
+    from .models_clusters import Placement
     from .policy import allowed_modes
 
     row = Settings.objects.select_related("cohort", "priority_class").filter(tenant_id=tenant.pk).first()
-    quotas = {
-        name: QuotaSpec(nominal, borrowing, lending)
-        for name, nominal, borrowing, lending in Quota.objects.filter(tenant_id=tenant.pk).values_list(
-            "flavor__name", "nominal", "borrowing_limit", "lending_limit"
-        )
-    }
+    by_cluster: dict[str, dict[str, QuotaSpec]] = {}
+    for cluster, name, nominal, borrowing, lending in Quota.objects.filter(tenant_id=tenant.pk).order_by(
+        "cluster__name", "flavor__name"
+    ).values_list("cluster__name", "flavor__name", "nominal", "borrowing_limit", "lending_limit"):
+        by_cluster.setdefault(cluster, {})[name] = QuotaSpec(nominal, borrowing, lending)
     endpoints = tuple(
         endpoint_spec(e)
         for e in InferenceEndpoint.objects.filter(tenant_id=tenant.pk).select_related("tier").order_by("name")
     )
-    return {"scheduling": tenant_scheduling(row, frozenset(allowed_modes(tenant)), quotas, endpoints)}
+    rows = Placement.objects.filter(tenant_id=tenant.pk).values_list("cluster__name", "home", "conditions")
+    placements, leaving = placement_rows(rows)
+    return {"scheduling": tenant_scheduling(row, frozenset(allowed_modes(tenant)), by_cluster, endpoints,
+                                            placements, leaving)}
+
+
+def placement_rows(rows: Any) -> tuple[tuple[tuple[str, bool], ...], tuple[str, ...]]:
+    """((cluster, home) pairs, home first then by name, clusters being left); none recorded: home on
+    `default`. A placement being removed carries the `Removing` condition (scheduling.placement_actions)."""
+    from .models_clusters import DEFAULT_CLUSTER
+
+    active, leaving = [], []
+    for cluster, home, conditions in rows:
+        if any(c.get("type") == "Removing" for c in conditions or ()):
+            leaving.append(cluster)
+        else:
+            active.append((cluster, bool(home)))
+    placed = tuple(sorted(active, key=lambda p: (not p[1], p[0]))) or ((DEFAULT_CLUSTER, True),)
+    return placed, tuple(sorted(leaving))
 
 
 def endpoint_spec(e: Any) -> EndpointSpec:
@@ -226,9 +317,12 @@ def endpoint_spec(e: Any) -> EndpointSpec:
     )
 
 
-def tenant_scheduling(row: Any, modes: frozenset[str], quotas: dict[str, QuotaSpec],
-                      endpoints: tuple[EndpointSpec, ...]) -> TenantScheduling:
+def tenant_scheduling(row: Any, modes: frozenset[str], by_cluster: dict[str, dict[str, QuotaSpec]],
+                      endpoints: tuple[EndpointSpec, ...],
+                      placements: tuple[tuple[str, bool], ...], leaving: tuple[str, ...] = ()) -> TenantScheduling:
     """A tenant's render input from its TenantScheduling row (None: the platform defaults) and the rest."""
+    home = next((name for name, is_home in placements if is_home), "")
+    quotas = by_cluster.get(home, {})
     return TenantScheduling(
         allowed_modes=modes,
         cohort=(row.cohort.name if row and row.cohort else settings.GPUFLEET_DEFAULT_COHORT),
@@ -236,4 +330,7 @@ def tenant_scheduling(row: Any, modes: frozenset[str], quotas: dict[str, QuotaSp
         priority_class=(row.priority_class.name if row and row.priority_class else DEFAULT_PRIORITY_CLASS),
         quotas=quotas,
         endpoints=endpoints,
+        by_cluster=by_cluster,
+        placements=placements,
+        leaving=leaving,
     )

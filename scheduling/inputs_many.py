@@ -41,20 +41,24 @@ def isolation_many(tenants: list[Any]) -> dict[int, dict[str, Any]]:
 
 
 def scheduling_many(tenants: list[Any]) -> dict[int, dict[str, Any]]:
-    from .models import InferenceEndpoint, Quota
+    from .models import InferenceEndpoint, Placement, Quota
     from .models import TenantScheduling as Settings
 
     ids = [t.pk for t in tenants]
     settings_rows = Settings.objects.select_related("cohort", "priority_class").filter(tenant_id__in=ids)
     rows = {r.tenant_id: r for r in settings_rows}
-    quotas: dict[int, dict[str, inputs.QuotaSpec]] = defaultdict(dict)
-    # Same order as the per-tenant query (the model's ordering: flavor name within a tenant).
-    for tenant_id, name, nominal, borrowing, lending in (
+    quotas: dict[int, dict[str, dict[str, inputs.QuotaSpec]]] = defaultdict(dict)
+    # Same order as the per-tenant query (cluster, then flavor name within a tenant).
+    for tenant_id, cluster, name, nominal, borrowing, lending in (
         Quota.objects.filter(tenant_id__in=ids)
-        .order_by("tenant__slug", "flavor__name")
-        .values_list("tenant_id", "flavor__name", "nominal", "borrowing_limit", "lending_limit")
+        .order_by("tenant_id", "cluster__name", "flavor__name")
+        .values_list("tenant_id", "cluster__name", "flavor__name", "nominal", "borrowing_limit", "lending_limit")
     ):
-        quotas[tenant_id][name] = inputs.QuotaSpec(nominal, borrowing, lending)
+        quotas[tenant_id].setdefault(cluster, {})[name] = inputs.QuotaSpec(nominal, borrowing, lending)
+    placed: dict[int, list[tuple[str, bool, list]]] = defaultdict(list)
+    for tenant_id, cluster, home, conditions in Placement.objects.filter(tenant_id__in=ids).values_list(
+            "tenant_id", "cluster__name", "home", "conditions"):
+        placed[tenant_id].append((cluster, home, conditions))
     endpoints: dict[int, list[inputs.EndpointSpec]] = defaultdict(list)
     for e in InferenceEndpoint.objects.filter(tenant_id__in=ids).select_related("tier").order_by("tenant_id", "name"):
         endpoints[e.tenant_id].append(inputs.endpoint_spec(e))
@@ -63,6 +67,7 @@ def scheduling_many(tenants: list[Any]) -> dict[int, dict[str, Any]]:
         tenant.pk: {"scheduling": inputs.tenant_scheduling(
             rows.get(tenant.pk), _allowed_modes(tenant, levels, isolation),
             quotas.get(tenant.pk, {}), tuple(endpoints.get(tenant.pk, ())),
+            *inputs.placement_rows(placed.get(tenant.pk, ())),
         )}
         for tenant in tenants
     }

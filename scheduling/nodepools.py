@@ -112,8 +112,30 @@ def pool_labels(pool: NodePoolSpec, cat: Catalog) -> dict[str, str]:
     return dict(sorted(labels.items()))
 
 
+# A pool reserved for some tenant trust levels (GpuNodePool.trust_levels) taints its nodes with this key and the
+# levels as the value; only pods synced by a vCluster of an admitted tenant carry the toleration
+# (reserved_pool_tolerations, added to every synced pod by the vCluster syncer: tenants cannot remove it).
+TRUST_TAINT_KEY = "gpufleet.io/trust-levels"
+
+
+def trust_taint(pool: NodePoolSpec) -> dict[str, Any] | None:
+    if not pool.trust_levels:
+        return None
+    return {"key": TRUST_TAINT_KEY, "value": "_".join(pool.trust_levels), "effect": "NoSchedule"}
+
+
 def pool_taints(pool: NodePoolSpec) -> list[dict[str, Any]]:
-    return [GPU_TAINT, *[t for t in pool.flavor.taints if t.get("key") != GPU_TAINT["key"]]]
+    reserved = trust_taint(pool)
+    return [GPU_TAINT, *[t for t in pool.flavor.taints if t.get("key") not in (GPU_TAINT["key"], TRUST_TAINT_KEY)],
+            *([reserved] if reserved else [])]
+
+
+def reserved_pool_tolerations(trust_level: str, cat: Catalog) -> list[str]:
+    """vCluster `sync.toHost.pods.enforceTolerations` for a tenant: the reserved pools of this cluster that
+    admit its trust level (pools reserved for other levels stay out of reach)."""
+    values = sorted({t["value"] for pool in cat.node_pools if trust_level in pool.trust_levels
+                     for t in [trust_taint(pool)] if t})
+    return [f"{TRUST_TAINT_KEY}={value}:NoSchedule" for value in values]
 
 
 def _node_pool(name: str, metadata: dict[str, Any], pool: NodePoolSpec, cat: Catalog, *,

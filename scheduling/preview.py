@@ -11,7 +11,7 @@ from django.db.models import Sum
 
 from infra.manifests import Manifest, ref, to_yaml
 from tenants.reconcile import tenant_view
-from tenants.render import RenderContext, render_tenant
+from tenants.render import RenderContext, render_placed
 
 from .actions import allowed_total, held_quota
 from .inputs import QuotaSpec
@@ -33,13 +33,28 @@ def manifest_diff(before: list[Manifest], after: list[Manifest]) -> tuple[list[s
 
 
 def proposed_manifests(request: QuotaChangeRequest, ctx: RenderContext | None = None) -> tuple[list, list]:
-    """The tenant's objects now and as they would be with the requested quota."""
+    """The tenant's objects on the request's cluster now and as they would be with the requested quota."""
+    before, after, _ = proposed_on_cluster(request, ctx)
+    return before, after
+
+
+def proposed_on_cluster(request: QuotaChangeRequest,
+                        ctx: RenderContext | None = None) -> tuple[list, list, str]:
+    """(objects now, objects with the requested quota, owner) on the request's cluster; the owner carries the
+    cluster's tree, so a GitOps proposal branch touches only that cluster's folder of the tenant."""
     ctx = ctx or RenderContext.from_settings()
     view = tenant_view(request.tenant)
     sched = view.extra["scheduling"]
     quota = QuotaSpec(request.nominal, request.borrowing_limit, request.lending_limit)
-    after_view = replace(view, extra={**view.extra, "scheduling": sched.with_quota(request.flavor.name, quota)})
-    return render_tenant(view, ctx), render_tenant(after_view, ctx)
+    cluster = request.cluster.name
+    after_view = replace(view, extra={**view.extra, "scheduling": sched.with_quota(request.flavor.name, quota,
+                                                                                    cluster)})
+    before = {p.cluster: (p, objects) for p, objects in render_placed(view, ctx)}
+    after = {p.cluster: objects for p, objects in render_placed(after_view, ctx)}
+    if cluster not in before:  # not placed there (yet): the home placement shows the effect, if any
+        cluster = next(iter(before))
+    placed, objects = before[cluster]
+    return objects, after[cluster], placed.owner(request.tenant.owner)
 
 
 def capacity_check(request: QuotaChangeRequest) -> dict[str, Any]:

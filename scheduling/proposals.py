@@ -12,10 +12,9 @@ from django.db import transaction
 
 from infra.errors import PermanentError
 from infra.gitops import branches
-from tenants.reconcile import desired_manifests
 
 from .models import QuotaChangeRequest
-from .preview import proposed_manifests
+from .preview import proposed_on_cluster
 
 
 def _repo() -> str:
@@ -23,10 +22,10 @@ def _repo() -> str:
 
 
 def propose(request: QuotaChangeRequest) -> str:
-    _, after = proposed_manifests(request)
+    _, after, owner = proposed_on_cluster(request)
     message = (f"quota request {request.pk}: tenant {request.tenant.slug} {request.flavor.name} "
                f"nominal {request.nominal}")
-    return branches.propose(_repo(), request.branch, request.tenant.owner, after, message)
+    return branches.propose(_repo(), request.branch, owner, after, message)
 
 
 def merge(request: QuotaChangeRequest) -> str:
@@ -38,8 +37,8 @@ def merge(request: QuotaChangeRequest) -> str:
             raise PermanentError("no proposal branch")
         revision = branches.merge(_repo(), request.branch, message)
     except PermanentError:
-        branches.propose(_repo(), request.branch, request.tenant.owner, desired_manifests(request.tenant),
-                         f"quota request {request.pk} (re-proposed at approval)")
+        now, _, owner = proposed_on_cluster(request)  # the database holds the approved quota by now
+        branches.propose(_repo(), request.branch, owner, now, f"quota request {request.pk} (re-proposed at approval)")
         revision = branches.merge(_repo(), request.branch, message)
     branches.discard(_repo(), request.branch)
     with transaction.atomic():

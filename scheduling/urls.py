@@ -1,7 +1,7 @@
 from django.urls import path
 from django.views.generic import RedirectView
 
-from . import pages, simulate_pages
+from . import cluster_pages, pages, simulate_pages
 
 app_name = "scheduling"
 
@@ -10,6 +10,9 @@ urlpatterns = [
     path("flavors/", pages.flavors, name="flavors"),
     path("tenants/<slug:slug>/", pages.tenant_gpu, name="tenant-gpu"),
     path("requests/", pages.requests, name="requests"),
+    path("clusters/", cluster_pages.clusters, name="clusters"),
+    path("clusters/<slug:name>/", cluster_pages.cluster_detail, name="cluster-detail"),
+    path("queue/", cluster_pages.queue, name="queue"),
     path("simulate/", simulate_pages.simulate, name="simulate"),
     path("simulate/<int:pk>/", simulate_pages.simulation, name="simulation"),
     path("endpoints/<int:pk>/plan/", simulate_pages.plan_autoscaling, name="plan-autoscaling"),

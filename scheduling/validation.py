@@ -81,3 +81,19 @@ def taints(value: Any, field: str, errors: dict[str, list[str]]) -> None:
 def tolerations(value: Any, field: str, errors: dict[str, list[str]]) -> None:
     if value is not None:
         k8s_names.check(lambda v: k8s_names.each(k8s_names.toleration, v, "tolerations"), value, field, errors)
+
+
+def trust_levels(value: Any, field: str, errors: dict[str, list[str]]) -> list[str]:
+    """A list of tenant trust levels (empty or None: every level), sorted, without repeats."""
+    from tenants.models import TrustLevel
+
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        errors[field] = ["must be a list of trust levels"]
+        return []
+    unknown = [v for v in value if v not in TrustLevel.values]
+    if unknown:
+        errors[field] = [f"unknown trust level {unknown[0]!r}; one of {', '.join(TrustLevel.values)}"]
+        return []
+    return sorted(set(value))

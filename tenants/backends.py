@@ -6,6 +6,10 @@ from django.conf import settings
 
 from infra.backend import Backend
 
+# The scheduling app (which owns host clusters) registers () -> ([(name, tree, kube_api, kubeconfig reference)],
+# the tree of the cluster gpufleet runs in): the Kubernetes backend then holds one client per cluster.
+KUBE_CLUSTER_HOOKS: list = []
+
 
 def get_backend() -> Backend:
     name = settings.GPUFLEET_BACKEND
@@ -20,6 +24,11 @@ def get_backend() -> Backend:
             push_enabled=settings.GPUFLEET_GITOPS_PUSH,
             push_status_dir=settings.GPUFLEET_GITOPS_PUSH_STATUS_DIR,
         )
+    if name == "kubernetes" and KUBE_CLUSTER_HOOKS:
+        from infra.kube.clusters import from_references
+
+        clusters, local_tree = KUBE_CLUSTER_HOOKS[0]()
+        return from_references(clusters, settings, local_tree=local_tree)
     if name == "kubernetes":
         from infra.kube.backend import KubernetesBackend  # type: ignore[import-not-found]
 

@@ -22,12 +22,11 @@ from typing import TypeVar
 from gpufleet import clock
 from infra.backend import ApplyResult, Backend
 from infra.errors import InfraError, TransientError
-from infra.manifests import digest
 
 from . import reconcile
 from .backends import get_backend, get_schema_registry
 from .models import Phase, Tenant
-from .render import RenderContext, TenantView, render_tenant
+from .render import RenderContext, TenantView, placed_digest, render_placed
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -64,11 +63,14 @@ def _needs_render(tenant: Tenant) -> bool:
 
 
 def _clean_objects(tenant: Tenant, view: TenantView, backend: Backend, ctx: RenderContext) -> int | None:
-    """Number of objects if the tenant needs no work, else None (it will be reconciled)."""
-    manifests = render_tenant(view, ctx)
-    if digest(manifests) != tenant.applied_digest or get_schema_registry().validate(manifests):
+    """Number of objects if the tenant needs no work, else None (it will be reconciled). Every host cluster
+    the tenant is placed on must be in sync."""
+    rendered = render_placed(view, ctx)
+    manifests = [m for _, objects in rendered for m in objects]
+    if placed_digest(rendered) != tenant.applied_digest or get_schema_registry().validate(manifests):
         return None
-    return len(manifests) if backend.in_sync(tenant.owner, manifests) else None  # type: ignore[attr-defined]
+    in_sync = backend.in_sync  # type: ignore[attr-defined]
+    return len(manifests) if all(in_sync(p.owner(tenant.owner), objects) for p, objects in rendered) else None
 
 
 def _chunks(items: list[T], size: int) -> Iterator[list[T]]:

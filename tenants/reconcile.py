@@ -17,14 +17,22 @@ from gpufleet.audit.record import record
 from gpufleet.observability import metrics
 from infra.backend import ApplyResult, Backend
 from infra.errors import AwaitingPublication, InfraError, PermanentError, TransientError
-from infra.manifests import digest, ref
+from infra.manifests import ref
 
 from . import secrets
 from .actions import _condition
 from .backends import get_backend, get_schema_registry
 from .locks import tenant_lock
 from .models import Phase, Tenant
-from .render import RenderContext, TenantView, render_platform, render_tenant
+from .render import (
+    Placed,
+    RenderContext,
+    TenantView,
+    placed_digest,
+    platform_targets,
+    render_placed,
+    render_platform,
+)
 from .teardown import run as teardown_tenant
 
 log = logging.getLogger(__name__)
@@ -81,7 +89,9 @@ CONDITION_PROVIDERS: list = []
 
 
 def desired_manifests(tenant: Tenant, ctx: RenderContext | None = None) -> list[dict]:
-    return render_tenant(tenant_view(tenant), ctx or RenderContext.from_settings())
+    """Everything the tenant owns, on every host cluster it is placed on (home first)."""
+    rendered = render_placed(tenant_view(tenant), ctx or RenderContext.from_settings())
+    return [m for _, objects in rendered for m in objects]
 
 
 def _set_status(tenant: Tenant, *, phase: str, conditions: list[dict], **fields: object) -> None:
@@ -133,7 +143,8 @@ def _reconcile_tenant(
         if view is None or view != TenantView.of(tenant, **view.extra):
             view = tenant_view(tenant)
         ctx = ctx or RenderContext.from_settings()  # platform-wide inputs (the catalog): loaded once
-        manifests = render_tenant(view, ctx)
+        rendered = render_placed(view, ctx)  # per host cluster the tenant is placed on
+        manifests = [m for _, objects in rendered for m in objects]
         problems = get_schema_registry().validate(manifests)
         if problems:
             # Never write an object the cluster would reject or silently prune.
@@ -149,16 +160,25 @@ def _reconcile_tenant(
         try:
             if tenant.phase == Phase.APPROVED:
                 # A first tenant needs the platform's shared objects (chart repositories, flavors) too.
-                reconcile_platform(backend, ctx)
+                try:
+                    reconcile_platform(backend, ctx)
+                except InfraError:
+                    if len(platform_targets(ctx)) == 1:
+                        raise
+                    # Several clusters: one that failed fails this tenant's placement there, if it has one, on
+                    # its own (and is marked); the tenant's other clusters go on.
+                    log.warning("tenant %s: the platform failed on some cluster", tenant.slug, exc_info=True)
+            ensure_layout(backend, ctx)
             if teardown:
                 # Ordered and resumable: stop admission, vCluster, policies, OpenBao, namespace last.
-                result = teardown_tenant(tenant, backend, view, ctx, message)
+                result = teardown_tenant(tenant, backend, view, ctx, message, [p for p, _ in rendered])
             else:
-                result = backend.apply(tenant.owner, manifests, message=message)
+                result = apply_placed(backend, tenant, rendered, message)
                 tenant.conditions = _merge_condition(tenant.conditions, _secrets_condition(tenant.slug, backend))
                 for provide in CONDITION_PROVIDERS:  # e.g. isolation's GpuModesAdmitted
                     tenant.conditions = _merge_condition(tenant.conditions, provide(tenant))
-            _require_published(backend, tenant.owner)
+            for placed, _ in rendered:
+                _require_published(backend, placed.owner(tenant.owner))
         except TransientError as exc:
             cond = _condition("Ready", "False", exc.reason or "Retrying", str(exc))
             _set_status(tenant, phase=_current_phase(tenant), conditions=_merge_condition(tenant.conditions, cond))
@@ -181,11 +201,64 @@ def _reconcile_tenant(
             _merge_condition(tenant.conditions, cond),
             f"tenant.{phase}",
             observed_generation=generation,
-            applied_digest=digest(manifests),
-            applied_objects=[ref(m).key for m in manifests],
+            applied_digest=placed_digest(rendered),
+            applied_objects=list(dict.fromkeys(ref(m).key for m in manifests)),
             last_reconciled_at=clock.now(),
         )
         return Outcome(tenant.slug, phase, result)
+
+
+# Functions (tenant, placed, error or None) recording how delivering to one host cluster went (the scheduling
+# app writes the placement's condition and the cluster's reachability).
+PLACEMENT_STATUS_HOOKS: list = []
+
+
+def _report(tenant: Tenant, placed: Placed, error: InfraError | None) -> None:
+    if not placed.cluster:
+        return
+    for hook in PLACEMENT_STATUS_HOOKS:
+        hook(tenant, placed, error)
+
+
+def apply_placed(backend: Backend, tenant: Tenant, rendered: list[tuple[Placed, list[dict]]],
+                 message: str) -> ApplyResult:
+    """Apply the tenant's objects on every host cluster it is placed on. A cluster that fails (unreachable,
+    or it rejects an object) is marked on that placement and does not stop the others; the first error is
+    raised once every cluster was tried, so the tenant is retried (transient) or failed (permanent)."""
+    results: list[ApplyResult] = []
+    errors: list[InfraError] = []
+    for placed, objects in rendered:
+        try:
+            results.append(backend.apply(placed.owner(tenant.owner), objects, message=message))
+        except InfraError as exc:
+            _report(tenant, placed, exc)
+            if len(rendered) == 1:
+                raise
+            errors.append(exc)
+            continue
+        _report(tenant, placed, None)
+    if errors:
+        raise _combined(errors, len(rendered))
+    return results[0] if len(results) == 1 else _merge_results(results)
+
+
+def _combined(errors: list[InfraError], clusters: int) -> InfraError:
+    """One error for the task: transient if the first was (retry with its delay), with its reason."""
+    first = errors[0]
+    text = f"{len(errors)} of {clusters} clusters failed: " + "; ".join(str(e) for e in errors)
+    combined: InfraError = (TransientError(text, delay=first.delay) if isinstance(first, TransientError)
+                            else PermanentError(text))
+    combined.reason = first.reason or type(first).__name__
+    return combined
+
+
+def _merge_results(results: list[ApplyResult]) -> ApplyResult:
+    return ApplyResult(
+        created=[k for r in results for k in r.created], updated=[k for r in results for k in r.updated],
+        unchanged=[k for r in results for k in r.unchanged], pruned=[k for r in results for k in r.pruned],
+        revision=next((r.revision for r in reversed(results) if r.revision), None),
+        drifted=[k for r in results for k in r.drifted],
+    )
 
 
 def _require_published(backend: Backend, owner: str) -> None:
@@ -228,9 +301,51 @@ def _finish(tenant: Tenant, phase: str, conditions: list[dict], action: str, **f
 
 
 def reconcile_platform(backend: Backend | None = None, ctx: RenderContext | None = None) -> ApplyResult:
+    """The platform's cluster-wide objects on every host cluster (each its own flavors and node pools). One
+    cluster failing does not stop the others; its error is raised once all were tried."""
     backend = backend or get_backend()
-    manifests = render_platform(ctx or RenderContext.from_settings())
-    problems = get_schema_registry().validate(manifests)
+    ctx = ctx or RenderContext.from_settings()
+    ensure_layout(backend, ctx)
+    targets = [(t, render_platform(t.ctx)) for t in platform_targets(ctx)]
+    problems = get_schema_registry().validate([m for _, objects in targets for m in objects])
     if problems:
         raise PermanentError("platform manifests are invalid: " + "; ".join(map(str, problems[:20])))
-    return backend.apply("platform", manifests, message="platform: reconcile cluster-wide objects")
+    results: list[ApplyResult] = []
+    errors: list[InfraError] = []
+    for target, objects in targets:
+        try:
+            results.append(backend.apply(target.owner("platform"), objects,
+                                         message="platform: reconcile cluster-wide objects"))
+        except InfraError as exc:
+            if len(targets) == 1:
+                raise
+            errors.append(exc)
+            for hook in PLATFORM_STATUS_HOOKS:
+                hook(target, exc)
+            continue
+        for hook in PLATFORM_STATUS_HOOKS:
+            hook(target, None)
+    if errors:
+        raise _combined(errors, len(targets))
+    return results[0] if len(results) == 1 else _merge_results(results)
+
+
+def ensure_layout(backend: Backend, ctx: RenderContext) -> None:
+    """GitOps: a repository still in the root layout of a single-cluster installation (`platform/`,
+    `tenants/`) moves to the tree of the cluster those objects belong to -- the one whose objects go to the
+    root no longer (`default` after migration scheduling 0008) -- in one commit of pure renames."""
+    if getattr(backend, "name", "") != "gitops":
+        return
+    from infra.gitops.layout import has_root_layout, move_root_layout
+
+    if not has_root_layout(backend.path):  # type: ignore[attr-defined]
+        return
+    targets = platform_targets(ctx)
+    tree = targets[0].tree if len(targets) == 1 else next((t.tree for t in targets if t.cluster == "default"), "")
+    revision = move_root_layout(backend, tree)  # type: ignore[arg-type]
+    if revision:
+        log.info("moved the root layout to %s/ in %s", tree, revision)
+
+
+# Functions (target, error or None): how delivering the platform's objects to one cluster went.
+PLATFORM_STATUS_HOOKS: list = []

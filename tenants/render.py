@@ -291,6 +291,8 @@ VCLUSTER_VALUES_HOOKS: list[Callable[[TenantView, RenderContext, dict[str, Any]]
 
 @tenant_section("vcluster")
 def render_vcluster(view: TenantView, ctx: RenderContext) -> list[Manifest]:
+    if not view.extra.get("home", True):  # the control plane runs on the home cluster only
+        return []
     return [
         {
             "apiVersion": "helm.toolkit.fluxcd.io/v2",
@@ -340,6 +342,66 @@ def render_tenant(view: TenantView, ctx: RenderContext) -> list[Manifest]:
     for _, section in _SECTIONS:
         manifests.extend(section(view, ctx))
     return sort_manifests(manifests)
+
+
+# --- where it goes: host clusters ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Placed:
+    """One host cluster a tenant (or the platform) is delivered to, with the render inputs for that cluster:
+    `view` and `ctx` narrowed to it (its flavors, node pools, the tenant's quotas there). `tree` is the cluster's
+    folder in the GitOps repository and the owner prefix ('' = the root layout of an installation from before
+    clusters). A `refused` placement (the cluster does not admit the tenant's trust level) gets nothing."""
+
+    cluster: str
+    tree: str
+    view: TenantView | None
+    ctx: RenderContext
+    home: bool = True
+    refused: str = ""
+
+    def owner(self, local: str) -> str:
+        """'tenant:<slug>' or 'platform' with this cluster's prefix."""
+        return f"{self.tree}/{local}" if self.tree else local
+
+
+# The scheduling app (which owns clusters and placements) registers one function each: (view, ctx) -> the
+# tenant's placements, and (ctx) -> every cluster (for the platform's objects). Without them there is one
+# cluster and the root layout.
+PLACEMENT_HOOKS: list[Callable[[TenantView, RenderContext], list[Placed]]] = []
+PLATFORM_TARGET_HOOKS: list[Callable[[RenderContext], list[Placed]]] = []
+
+
+def placements(view: TenantView, ctx: RenderContext) -> list[Placed]:
+    """Home first. A tenant that is going away keeps its placements (the teardown prunes on each)."""
+    if PLACEMENT_HOOKS:
+        return PLACEMENT_HOOKS[0](view, ctx)
+    return [Placed("", "", view, ctx)]
+
+
+def platform_targets(ctx: RenderContext) -> list[Placed]:
+    if PLATFORM_TARGET_HOOKS:
+        return PLATFORM_TARGET_HOOKS[0](ctx)
+    return [Placed("", "", None, ctx)]
+
+
+def render_placed(view: TenantView, ctx: RenderContext) -> list[tuple[Placed, list[Manifest]]]:
+    """The tenant's objects per host cluster (a refused placement: none, so its objects there are pruned)."""
+    return [(p, [] if p.refused else render_tenant(p.view or view, p.ctx)) for p in placements(view, ctx)]
+
+
+def placed_digest(rendered: list[tuple[Placed, list[Manifest]]]) -> str:
+    """What `applied_digest` records. One placement: the digest of its objects, exactly as before clusters
+    (an upgraded installation re-renders nothing); several: the trees are part of what was applied."""
+    from infra.manifests import digest
+
+    if len(rendered) == 1:
+        return digest(rendered[0][1])
+    import hashlib
+
+    parts = "\n".join(f"{p.tree}:{p.home}:{digest(ms)}" for p, ms in rendered)
+    return hashlib.sha256(parts.encode()).hexdigest()
 
 
 def render_platform(ctx: RenderContext) -> list[Manifest]:

@@ -31,7 +31,7 @@ from infra.manifests import Manifest, ObjectRef
 
 from . import secrets
 from .models import Phase, Tenant
-from .render import RenderContext, TenantView, render_tenant
+from .render import Placed, RenderContext, TenantView, render_tenant
 
 CONDITION = "Deprovisioning"
 VCLUSTER_KINDS = {"HelmRelease"}
@@ -47,10 +47,12 @@ class Teardown:
     message: str
     results: list[ApplyResult] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
+    # The owner with its host cluster's prefix ('' = the tenant's plain owner, the root layout).
+    placed_owner: str = ""
 
     @property
     def owner(self) -> str:
-        return self.tenant.owner
+        return self.placed_owner or self.tenant.owner
 
     def suspended(self) -> list[Manifest]:
         """The tenant's objects as a suspended tenant has them (admission stopped)."""
@@ -140,22 +142,33 @@ def done_steps(tenant: Tenant, plan: list[str]) -> int:
     return plan.index(last) + 1 if last in plan else 0
 
 
-def run(tenant: Tenant, backend: Backend, view: TenantView, ctx: RenderContext, message: str) -> ApplyResult:
-    """Run the remaining steps; return the apply results folded into one."""
+# Steps that act on the tenant as a whole (OpenBao), not on each host cluster it is placed on.
+ONCE = {"revoke-secrets"}
+
+
+def run(tenant: Tenant, backend: Backend, view: TenantView, ctx: RenderContext, message: str,
+        places: list[Placed] | None = None) -> ApplyResult:
+    """Run the remaining steps -- each on every host cluster the tenant is placed on, so the namespace goes
+    last everywhere -- and return the apply results folded into one."""
     plan = plan_for(backend)
-    teardown = Teardown(tenant, backend, view, ctx, message)
+    teardowns = [
+        Teardown(tenant, backend, p.view or view, p.ctx, message, placed_owner=p.owner(tenant.owner))
+        for p in (places or [Placed("", "", view, ctx)])
+    ]
     start = done_steps(tenant, plan)
     for index in range(start, len(plan)):
         name = plan[index]
-        STEPS[name](teardown)
+        for teardown in teardowns[:1] if name in ONCE else teardowns:
+            STEPS[name](teardown)
+        notes = [n for t in teardowns for n in t.notes]
         _record(tenant, {
             "type": CONDITION,
             "status": "True" if index + 1 < len(plan) else "False",
             "reason": "InProgress" if index + 1 < len(plan) else "Completed",
-            "message": f"step {index + 1}/{len(plan)} done: {name}" + "".join(f"; {n}" for n in teardown.notes),
+            "message": f"step {index + 1}/{len(plan)} done: {name}" + "".join(f"; {n}" for n in notes),
             "step": name,
         })
-    return _fold(teardown.results)
+    return _fold([r for t in teardowns for r in t.results])
 
 
 def _record(tenant: Tenant, condition: dict[str, Any]) -> None:

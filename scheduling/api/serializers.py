@@ -64,10 +64,11 @@ class NodePoolCreateSerializer(StrictSerializer):
 class QuotaSerializer(CompiledRepresentation, serializers.ModelSerializer):
     tenant = serializers.CharField(source="tenant.slug", read_only=True)
     flavor = serializers.CharField(source="flavor.name", read_only=True)
+    cluster = serializers.CharField(source="cluster.name", read_only=True)
 
     class Meta:
         model = Quota
-        fields = ["id", "tenant", "flavor", "nominal", "borrowing_limit", "lending_limit", "updated"]
+        fields = ["id", "tenant", "flavor", "cluster", "nominal", "borrowing_limit", "lending_limit", "updated"]
         read_only_fields = fields
 
 
@@ -76,6 +77,8 @@ class QuotaWriteSerializer(StrictSerializer):
 
     tenant = NameField()
     flavor = NameField()
+    # The host cluster the quota is for (default: the tenant's home cluster).
+    cluster = NameField(required=False)
     nominal = documented(serializers.JSONField, COUNT_SCHEMA)
     borrowing_limit = documented(serializers.JSONField, COUNT_SCHEMA, required=False, allow_null=True)
     lending_limit = documented(serializers.JSONField, COUNT_SCHEMA, required=False, allow_null=True)
@@ -88,12 +91,13 @@ class QuotaRequestCreateSerializer(QuotaWriteSerializer):
 class QuotaRequestSerializer(serializers.ModelSerializer):
     tenant = serializers.CharField(source="tenant.slug", read_only=True)
     flavor = serializers.CharField(source="flavor.name", read_only=True)
+    cluster = serializers.CharField(source="cluster.name", read_only=True)
     proposed_by = serializers.CharField(source="proposed_by.username", read_only=True, default=None)
     reviewed_by = serializers.CharField(source="reviewed_by.username", read_only=True, default=None)
 
     class Meta:
         model = QuotaChangeRequest
-        fields = ["id", "tenant", "flavor", "nominal", "borrowing_limit", "lending_limit", "reason", "state",
+        fields = ["id", "tenant", "flavor", "cluster", "nominal", "borrowing_limit", "lending_limit", "reason", "state",
                   "proposed_by", "reviewed_by", "review_comment", "branch", "revision", "created", "reviewed_at"]
         read_only_fields = fields
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rest_framework.routers import BaseRouter
 
+from .clusters import ClusterViewSet, PlacementRequestViewSet, PlacementViewSet
 from .views import (
     CohortViewSet,
     EndpointViewSet,
@@ -23,3 +24,6 @@ def register(router: BaseRouter) -> None:
     router.register("endpoints", EndpointViewSet, basename="endpoint")
     router.register("cohorts", CohortViewSet, basename="cohort")
     router.register("tenant-scheduling", TenantSchedulingViewSet, basename="tenant-scheduling")
+    router.register("clusters", ClusterViewSet, basename="cluster")
+    router.register("placements", PlacementViewSet, basename="placement")
+    router.register("placement-requests", PlacementRequestViewSet, basename="placement-request")

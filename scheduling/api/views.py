@@ -96,25 +96,27 @@ def by_tenant(qs: Any, request: Request, **names: str) -> Any:
     return qs
 
 
-READ_COLUMNS = ("id", "tenant_id", "flavor_id", "nominal", "borrowing_limit", "lending_limit", "updated")
+READ_COLUMNS = ("id", "tenant_id", "flavor_id", "cluster_id", "nominal", "borrowing_limit", "lending_limit", "updated")
 TENANT_FILTER = OpenApiParameter("tenant", OpenApiTypes.STR, description="tenant slug")
 
 
-@extend_schema_view(list=extend_schema(parameters=[TENANT_FILTER, OpenApiParameter("flavor", OpenApiTypes.STR)]))
+@extend_schema_view(list=extend_schema(parameters=[TENANT_FILTER, OpenApiParameter("flavor", OpenApiTypes.STR),
+                                                  OpenApiParameter("cluster", OpenApiTypes.STR)]))
 class QuotaViewSet(TenantWriteMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin,
                    viewsets.ReadOnlyModelViewSet):
     """Read: members see their tenants' quotas. Write (direct edit, delete): platform admins, audited;
     tenant admins go through quota requests."""
 
-    queryset = Quota.objects.select_related("tenant", "flavor")
+    queryset = Quota.objects.select_related("tenant", "flavor", "cluster")
     serializer_class = s.QuotaSerializer
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
-        qs = by_tenant(super().get_queryset(), self.request, flavor="flavor__name")
+        qs = by_tenant(super().get_queryset(), self.request, flavor="flavor__name", cluster="cluster__name")
         if self.action in ("list", "retrieve"):
-            # Reads show the tenant's slug and the flavor's name: not their JSON columns (conditions,
-            # applied objects, labels, taints), which were most of a page's decoding (benchmarks/README.md).
-            qs = qs.only(*READ_COLUMNS, "tenant__slug", "flavor__name")
+            # Reads show the tenant's slug, the flavor's and the cluster's name: not their JSON columns
+            # (conditions, applied objects, labels, taints), which were most of a page's decoding
+            # (benchmarks/README.md).
+            qs = qs.only(*READ_COLUMNS, "tenant__slug", "flavor__name", "cluster__name")
         return qs
 
     def destroy(self, request: Request, *args: object, **kwargs: object) -> Response:
@@ -133,7 +135,7 @@ class QuotaViewSet(TenantWriteMixin, mixins.CreateModelMixin, mixins.DestroyMode
 
 @extend_schema_view(list=extend_schema(parameters=[TENANT_FILTER, OpenApiParameter("state", OpenApiTypes.STR)]))
 class QuotaRequestViewSet(TenantWriteMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
-    queryset = QuotaChangeRequest.objects.select_related("tenant", "flavor", "proposed_by", "reviewed_by")
+    queryset = QuotaChangeRequest.objects.select_related("tenant", "flavor", "cluster", "proposed_by", "reviewed_by")
     serializer_class = s.QuotaRequestSerializer
 
     def get_queryset(self):  # type: ignore[no-untyped-def]

@@ -25,10 +25,10 @@ from tenants.models import Tenant  # noqa: E402
 
 def state() -> dict[str, list]:
     repo = os.environ["GPUFLEET_GITOPS_REPO"]
-    committed = subprocess.run(["git", "-C", repo, "ls-tree", "-r", "--name-only", "HEAD", "tenants"],
+    committed = subprocess.run(["git", "-C", repo, "ls-tree", "-r", "--name-only", "HEAD", "clusters/default/tenants"],
                                capture_output=True, text=True).stdout.split()
     return {t.slug: [t.phase, t.generation, t.observed_generation,
-                     any(path.startswith(f"tenants/{t.slug}/") for path in committed)]
+                     any(path.startswith(f"clusters/default/tenants/{t.slug}/") for path in committed)]
             for t in Tenant.objects.order_by("slug")}
 
 

@@ -72,8 +72,8 @@ def test_writes_succeed_with_the_broker_down_and_run_when_it_is_back(admin_api, 
             app.conf.task_default_queue = "celery"
     ready = Tenant.objects.get(pk=tenant.pk)
     assert ready.display_name == "Acme research"
-    assert any(p.name == "tenants" for p in gitops_repo.iterdir())
-    assert "h100" in "".join(p.read_text() for p in (gitops_repo / "tenants" / "acme").rglob("*.yaml"))
+    assert any(p.name == "tenants" for p in (gitops_repo / "clusters/default").iterdir())
+    assert "h100" in "".join(p.read_text() for p in (gitops_repo / "clusters/default/tenants" / "acme").rglob("*.yaml"))
 
 
 def test_the_relay_keeps_messages_while_the_broker_is_down_and_sends_them_after(tmp_path: Path) -> None:

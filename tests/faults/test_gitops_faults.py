@@ -32,7 +32,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def committed(repo: Path, slug: str) -> list[str]:
     """The tenant's files in HEAD (what the cluster syncs), not in the work tree."""
-    return sorted(Path(p).name for p in git(repo, "ls-tree", "--name-only", "HEAD", f"tenants/{slug}/").split())
+    folder = f"clusters/default/tenants/{slug}/"
+    return sorted(Path(p).name for p in git(repo, "ls-tree", "--name-only", "HEAD", folder).split())
 
 
 def condition(tenant: Tenant, type_: str = "Ready") -> dict:
@@ -89,7 +90,7 @@ def test_files_written_but_never_committed_are_not_in_sync(repo: Path) -> None:
     # Simulate the crash after the write: roll main back one commit but keep the work tree (the
     # files gpufleet wrote are on disk, byte-identical to the render, and not in HEAD).
     git(repo, "reset", "-q", "--mixed", "HEAD~1")
-    assert committed(repo, "acme") == [] and (repo / "tenants" / "acme").is_dir()
+    assert committed(repo, "acme") == [] and (repo / "clusters/default/tenants" / "acme").is_dir()
 
     result = reconcile_fleet(message="reconcile all tenants")
     assert "acme" not in result.clean  # today: "clean", 0 changes, Ready forever
@@ -174,7 +175,7 @@ def test_unwritable_repository_sets_a_condition_on_the_tenant_and_the_sync_statu
     actions.update(acme, trust_level="trusted")  # a new generation to write
     actions.update(beta, trust_level="trusted")
 
-    with unwritable(repo / "tenants"):
+    with unwritable(repo / "clusters/default/tenants"):
         run = sync_fleet()
 
     for tenant in (acme, beta):

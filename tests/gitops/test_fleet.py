@@ -101,7 +101,8 @@ def test_cold_pass_is_one_commit_for_many_tenants(catalog, gitops_repo: Path) ->
     assert len(subjects) == 3 and subjects[0] == "reconcile all tenants: 12 tenants"
     for tenant in Tenant.objects.filter(pk__in=[t.pk for t in tenants]):
         assert tenant.phase == Phase.READY and tenant.observed_generation == tenant.generation
-        assert (gitops_repo / "tenants" / tenant.slug / f"namespace.core_tenant-{tenant.slug}.yaml").exists()
+        folder = gitops_repo / "clusters/default/tenants" / tenant.slug
+        assert (folder / f"namespace.core_tenant-{tenant.slug}.yaml").exists()
 
 
 def test_pass_repairs_drift_and_reconciles_only_what_changed(catalog, gitops_repo: Path) -> None:
@@ -110,7 +111,8 @@ def test_pass_repairs_drift_and_reconciles_only_what_changed(catalog, gitops_rep
     tenants = ready_tenants(5)
     reconcile_all()
     before = commits(gitops_repo)
-    victim = gitops_repo / "tenants" / tenants[2].slug / f"namespace.core_tenant-{tenants[2].slug}.yaml"
+    slug = tenants[2].slug
+    victim = gitops_repo / "clusters/default/tenants" / slug / f"namespace.core_tenant-{slug}.yaml"
     victim.write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: hijacked}\n")
     git(gitops_repo, "commit", "-q", "-am", "edit by hand")
     stamp = {t.slug: t.last_reconciled_at for t in Tenant.objects.all()}
@@ -140,4 +142,4 @@ def test_backends_without_a_cheap_comparison_keep_the_per_tenant_fan_out(catalog
     result = reconcile_fleet(_NoCheapCompare(gitops_repo))
     assert result.deferred == sorted(t.pk for t in tenants)
     assert result.tenants == 3 and not result.outcomes and not result.clean
-    assert not (gitops_repo / "tenants").exists(), "deferred tenants are applied by their own tasks"
+    assert not (gitops_repo / "clusters/default/tenants").exists(), "deferred tenants are applied by their own tasks"

@@ -34,7 +34,7 @@ def fleet(gitops_repo: Path) -> list:
 
 
 def namespace_file(repo: Path, slug: str) -> Path:
-    return repo / "tenants" / slug / f"namespace.core_tenant-{slug}.yaml"
+    return repo / "clusters/default/tenants" / slug / f"namespace.core_tenant-{slug}.yaml"
 
 
 def test_sync_restores_a_committed_hand_edit_and_counts_one_drift(fleet: list, gitops_repo: Path) -> None:
@@ -48,7 +48,7 @@ def test_sync_restores_a_committed_hand_edit_and_counts_one_drift(fleet: list, g
 
     assert run.state == SyncRun.State.OK, run.errors
     assert run.drift_count == 1
-    assert run.drifted == [f"tenants/acme/{target.name}"]
+    assert run.drifted == [f"clusters/default/tenants/acme/{target.name}"]
     assert run.objects_changed == 1
     assert run.owners == 3  # platform + two tenants
     assert run.objects_checked >= 2 * 4
@@ -66,7 +66,7 @@ def test_sync_restores_a_deleted_file(fleet: list, gitops_repo: Path) -> None:
     target = namespace_file(gitops_repo, "beta")
     target.unlink()
     run = sync_fleet()
-    assert run.drift_count == 1 and run.drifted == [f"tenants/beta/{target.name}"]
+    assert run.drift_count == 1 and run.drifted == [f"clusters/default/tenants/beta/{target.name}"]
     assert target.exists() and status(gitops_repo) == ""
 
 
@@ -124,4 +124,4 @@ def test_portal_snippet_shows_last_sync_time_and_drift(fleet: list, gitops_repo:
     html = template.render(Context())
     assert f'datetime="{run.started.isoformat()}"' in html or run.started.strftime("%Y-%m-%d %H:%M") in html
     assert '<dd class="drift-count">1</dd>' in html
-    assert "tenants/acme/namespace.core_tenant-acme.yaml" in html
+    assert "clusters/default/tenants/acme/namespace.core_tenant-acme.yaml" in html

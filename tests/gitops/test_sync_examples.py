@@ -29,9 +29,9 @@ def test_they_sync_main_and_the_platform_and_tenants_folders() -> None:
     flux = {(o["kind"], o["metadata"]["name"]): o for o in objects("flux.yaml")}
     assert flux["GitRepository", "gpufleet-desired-state"]["spec"]["ref"] == {"branch": "main"}
     paths = {o["spec"]["path"] for (kind, _), o in flux.items() if kind == "Kustomization"}
-    assert paths == {"./platform", "./tenants"}
+    assert paths == {"./clusters/default/platform", "./clusters/default/tenants"}
     assert all(o["spec"]["prune"] for (kind, _), o in flux.items() if kind == "Kustomization")
     argo = objects("argocd.yaml")
-    assert {a["spec"]["source"]["path"] for a in argo} == {"platform", "tenants"}
+    assert {a["spec"]["source"]["path"] for a in argo} == {"clusters/default/platform", "clusters/default/tenants"}
     assert all(a["spec"]["source"]["targetRevision"] == "main" for a in argo)
     assert all(a["spec"]["syncPolicy"]["automated"]["prune"] for a in argo)

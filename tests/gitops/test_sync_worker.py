@@ -23,7 +23,7 @@ def test_worker_runs_sync_fleet_by_name_and_repairs_drift(gitops_repo: Path, tmp
     tenant = factories.tenant("acme", "standard")
     actions.approve(tenant)
     reconcile.reconcile_tenant(tenant.pk)
-    victim = gitops_repo / "tenants/acme/namespace.core_tenant-acme.yaml"
+    victim = gitops_repo / "clusters/default/tenants/acme/namespace.core_tenant-acme.yaml"
     original = victim.read_bytes()
     victim.unlink()
 
@@ -41,5 +41,5 @@ def test_worker_runs_sync_fleet_by_name_and_repairs_drift(gitops_repo: Path, tmp
         assert run is not None, f"no finished SyncRun; worker log:\n{log.read_text()[-4000:]}"
 
     assert run.state == SyncRun.State.OK, run.errors
-    assert run.drift_count == 1 and run.drifted == ["tenants/acme/namespace.core_tenant-acme.yaml"]
+    assert run.drift_count == 1 and run.drifted == ["clusters/default/tenants/acme/namespace.core_tenant-acme.yaml"]
     assert victim.read_bytes() == original

@@ -78,7 +78,8 @@ def test_lowering_trust_rerenders_and_reports_now_disallowed_modes(gitops_repo) 
     tenant = factories.tenant("acme", "trusted")
     tenant_actions.approve(tenant)
     reconcile.reconcile_tenant(tenant.pk)
-    policy_file = gitops_repo / "tenants/acme/policy.kyverno.io_tenant-acme_gpufleet-gpu-allocation-modes.yaml"
+    policy_file = (gitops_repo / "clusters/default/tenants/acme"
+                   / "policy.kyverno.io_tenant-acme_gpufleet-gpu-allocation-modes.yaml")
     assert "nvidia.com/gpumem" not in policy_file.read_text().split("value:")[1]
     tenant_actions.update(Tenant.objects.get(pk=tenant.pk), trust_level="untrusted")
     reconcile.reconcile_tenant(tenant.pk)

@@ -56,7 +56,7 @@ def test_reconciles_fleet_sync_push_age_billing_lag_and_queue_depth(client, sett
     tenant = factories.tenant("acme", "standard")
     actions.approve(tenant)
     assert reconcile.reconcile_tenant(tenant.pk).phase == "ready"
-    (gitops_repo / "tenants" / "acme" / "namespace.core_tenant-acme.yaml").unlink()
+    (gitops_repo / "clusters/default/tenants" / "acme" / "namespace.core_tenant-acme.yaml").unlink()
     run = sync_fleet()
     assert run.drift_count == 1
     now = clock.now()

@@ -99,7 +99,7 @@ def test_request_approve_ready_in_a_real_browser(
     tenant = Tenant.objects.get(slug="vision-lab")
     assert tenant.phase == Phase.READY and tenant.observed_generation == tenant.generation
     assert not Tenant.objects.filter(slug="Vision_Lab").exists()
-    assert (gitops_repo / "tenants" / "vision-lab" / "namespace.core_tenant-vision-lab.yaml").is_file()
+    assert (gitops_repo / "clusters/default/tenants" / "vision-lab" / "namespace.core_tenant-vision-lab.yaml").is_file()
     log = subprocess.run(["git", "-C", str(gitops_repo), "log", "--format=%s"], capture_output=True, text=True)
     assert "tenant vision-lab: reconcile generation 1" in log.stdout
     token = ApiToken.objects.get(user__username="alice")

@@ -12,8 +12,9 @@ pytestmark = pytest.mark.django_db
 
 # session, user, the user's groups (roles), tenants with the caller's role as a subquery.
 MAX_QUERIES = 4
-# session, user, groups, the tenant, its memberships with users, the caller's role, its audit events.
-DETAIL_MAX_QUERIES = 7
+# session, user, groups, the tenant, its memberships with users, the caller's role, its audit events, its
+# placements with their clusters.
+DETAIL_MAX_QUERIES = 8
 
 
 def _tenants(owner, count: int, start: int = 0) -> None:  # type: ignore[no-untyped-def]

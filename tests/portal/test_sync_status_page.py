@@ -25,13 +25,14 @@ def test_approvals_page_shows_last_sync_time_and_drift_count(admin_client_, gito
     tenant = factories.tenant("acme", "standard")
     actions.approve(tenant)
     assert reconcile.reconcile_tenant(tenant.pk).result is not None
-    (gitops_repo / "tenants" / "acme" / "namespace.core_tenant-acme.yaml").unlink()  # drift behind our back
+    # drift behind our back
+    (gitops_repo / "clusters/default/tenants" / "acme" / "namespace.core_tenant-acme.yaml").unlink()
     run = sync_fleet()
 
     page = admin_client_.get(url).content.decode()
     assert f'<time datetime="{run.started.isoformat()}">{run.started:%Y-%m-%d %H:%M:%S} UTC</time>' in page
     assert '<dd class="drift-count">1</dd>' in page
-    assert "tenants/acme/namespace.core_tenant-acme.yaml" in page
+    assert "clusters/default/tenants/acme/namespace.core_tenant-acme.yaml" in page
     assert "No fleet sync has run yet" not in page
 
 

@@ -89,7 +89,7 @@ def test_approve_from_portal_reconciles_to_ready_with_files_in_gitops(
     acme.refresh_from_db()
     assert acme.phase == Phase.READY
     assert acme.observed_generation == acme.generation
-    files = sorted(p.name for p in (gitops_repo / "tenants" / "acme").iterdir())
+    files = sorted(p.name for p in (gitops_repo / "clusters/default/tenants" / "acme").iterdir())
     assert "namespace.core_tenant-acme.yaml" in files
     log = subprocess.run(["git", "-C", str(gitops_repo), "log", "--format=%s"], capture_output=True, text=True)
     assert "tenant acme: reconcile generation 1" in log.stdout
@@ -185,13 +185,13 @@ def test_owner_deletes_live_tenant_and_its_files_are_pruned(
 
     actions.approve(acme)
     reconcile.reconcile_tenant(acme.pk)
-    assert (gitops_repo / "tenants" / "acme").is_dir()
+    assert (gitops_repo / "clusters/default/tenants" / "acme").is_dir()
     with django_capture_on_commit_callbacks(execute=True):
         response = alice_client.post(reverse("portal:tenant-delete", args=["acme"]), {"confirm": "acme"})
     assert response.status_code == 302
     acme.refresh_from_db()
     assert acme.phase == Phase.DELETED
-    folder = gitops_repo / "tenants" / "acme"
+    folder = gitops_repo / "clusters/default/tenants" / "acme"
     assert not folder.exists() or not any(folder.iterdir())
     page = alice_client.get(reverse("portal:tenant-detail", args=["acme"])).content.decode()
     assert "was deleted" in page

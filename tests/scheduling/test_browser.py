@@ -80,4 +80,4 @@ def test_quota_request_reviewed_in_a_real_browser(live_server, eager_tasks, gito
     commits = git(gitops_repo, "rev-list", f"{head}..main").split()
     assert commits == [change.revision]
     touched = git(gitops_repo, "diff", "--name-only", head, "main").split()
-    assert touched and all(path.startswith("tenants/vision/") for path in touched)
+    assert touched and all(path.startswith("clusters/default/tenants/vision/") for path in touched)

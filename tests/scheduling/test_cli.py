@@ -37,8 +37,8 @@ def test_cli_catalog_quota_endpoint_and_platform_render() -> None:
     with pytest.raises(CommandError, match="mig_profile"):
         cli("flavor", "create", "x", "--gpu-model", "a100-80gb", "--mode", "mig", "--mig-profile", "9g.1gb")
     quota = json.loads(cli("quota", "set", "acme", "--flavor", "a100-2g", "--nominal", "7", "--lending-limit", "3"))
-    assert quota == {"tenant": "acme", "flavor": "a100-2g", "nominal": 7, "borrowing_limit": None,
-                     "lending_limit": 3}
+    assert quota == {"tenant": "acme", "cluster": "default", "flavor": "a100-2g", "nominal": 7,
+                     "borrowing_limit": None, "lending_limit": 3}
     with pytest.raises(CommandError, match="lending_limit: must not exceed"):
         cli("quota", "set", "acme", "--flavor", "a100", "--nominal", "1", "--lending-limit", "2")
     with pytest.raises(CommandError, match="nominal: over capacity"):

@@ -79,7 +79,8 @@ def test_quota_propose_preview_approve_reject_and_list(ready, gitops_repo, capsy
     assert approved["state"] == "approved" and approved["review_comment"] == "ok"
     assert Quota.objects.get(tenant=ready, flavor__name="h100-3g").nominal == 7
     assert json.loads(cli("quota", "list", "vision")) == [
-        {"tenant": "vision", "flavor": "h100-3g", "nominal": 7, "borrowing_limit": 3, "lending_limit": None}]
+        {"tenant": "vision", "cluster": "default", "flavor": "h100-3g", "nominal": 7, "borrowing_limit": 3,
+         "lending_limit": None}]
     assert json.loads(cli("quota", "list", "nobody")) == []
 
     rejected = json.loads(cli("quota", "reject", str(second["id"]), "--comment", "too many"))

@@ -64,7 +64,7 @@ def test_propose_preview_approve_is_one_commit_on_main(ready_tenant, gitops_repo
     commits = git(gitops_repo, "rev-list", f"{head}..main").split()
     assert len(commits) == 1, git(gitops_repo, "log", "--stat", f"{head}..main")
     touched = git(gitops_repo, "diff", "--name-only", head, "main").split()
-    assert touched and all(path.startswith("tenants/vision/") for path in touched)
+    assert touched and all(path.startswith("clusters/default/tenants/vision/") for path in touched)
     assert QuotaChangeRequest.objects.get(pk=request_id).revision == commits[0]
     assert Quota.objects.get(tenant=tenant, flavor__name="h100-3g").nominal == 7
     assert not git(gitops_repo, "branch", "--list", f"quota/{request_id}").strip()
@@ -102,8 +102,9 @@ def test_second_proposal_is_reproposed_when_main_moved(ready_tenant, gitops_repo
     actions.approve_quota_change(second)
     commits = git(gitops_repo, "rev-list", f"{middle}..main").split()
     assert commits == [QuotaChangeRequest.objects.get(pk=second.pk).revision]
-    assert all(p.startswith("tenants/vision/") for p in git(gitops_repo, "diff", "--name-only", middle, "main").split())
-    queue = (gitops_repo / "tenants/vision/clusterqueue.kueue.x-k8s.io_tenant-vision.yaml").read_text()
+    changed = git(gitops_repo, "diff", "--name-only", middle, "main").split()
+    assert all(p.startswith("clusters/default/tenants/vision/") for p in changed)
+    queue = (gitops_repo / "clusters/default/tenants/vision/clusterqueue.kueue.x-k8s.io_tenant-vision.yaml").read_text()
     # Both approved quotas are on main: the re-proposal rendered the database, not the stale branch.
     assert "name: h100\n" in queue and "nominalQuota: 2" in queue and "nominalQuota: 7" in queue
     assert not git(gitops_repo, "branch", "--list", "quota/*").strip()

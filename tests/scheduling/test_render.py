@@ -164,7 +164,7 @@ def test_tenant_loader_query_count_does_not_grow(fleet, tenants, django_assert_m
         actions.set_quota(tenant, flavor=flavor, nominal=1)
     for tier in ("critical", "standard", "batch"):
         actions.create_endpoint(tenant, f"e-{tier}", model="m", tier=tier)
-    with django_assert_max_num_queries(5):  # settings, quotas, endpoints + the isolation policy's two
+    with django_assert_max_num_queries(6):  # settings, quotas, endpoints, placements + the isolation policy's two
         load_tenant(tenant)
 
 

@@ -33,10 +33,11 @@ def test_propose_approve_reject_through_a_real_worker(gitops_repo: Path, tmp_pat
             tenant_actions.approve(tenant)
             wait("tenant ready", lambda: Tenant.objects.filter(pk=tenant.pk, phase=Phase.READY).exists(), log)
             # A fleet pass commits its batch after marking tenants ready: wait for the files on main.
-            queue_file = "tenants/vision/clusterqueue.kueue.x-k8s.io_tenant-vision.yaml"
+            queue_file = "clusters/default/tenants/vision/clusterqueue.kueue.x-k8s.io_tenant-vision.yaml"
             wait("tenant committed",
-                 lambda: queue_file in git(gitops_repo, "ls-tree", "-r", "--name-only", "main", "tenants/vision"), log)
-            assert (gitops_repo / "platform" / "resourceflavor.kueue.x-k8s.io_h100.yaml").exists()
+                 lambda: queue_file in git(gitops_repo, "ls-tree", "-r", "--name-only", "main",
+                                           "clusters/default/tenants/vision"), log)
+            assert (gitops_repo / "clusters/default/platform" / "resourceflavor.kueue.x-k8s.io_h100.yaml").exists()
             head = git(gitops_repo, "rev-parse", "main").strip()
 
             change = actions.propose_quota_change(tenant, flavor="h100", nominal=4, proposed_by=owner)
@@ -51,7 +52,7 @@ def test_propose_approve_reject_through_a_real_worker(gitops_repo: Path, tmp_pat
             revision = QuotaChangeRequest.objects.get(pk=change.pk).revision
             assert git(gitops_repo, "rev-list", f"{head}..main").split() == [revision]
             touched = git(gitops_repo, "diff", "--name-only", head, "main").split()
-            assert touched and all(p.startswith("tenants/vision/") for p in touched)
+            assert touched and all(p.startswith("clusters/default/tenants/vision/") for p in touched)
             assert not git(gitops_repo, "branch", "--list", change.branch).strip()
 
             second = actions.propose_quota_change(tenant, flavor="h100", nominal=8, proposed_by=owner)

@@ -25,8 +25,8 @@ def test_create_approve_render_reconcile(gitops_repo, eager_tasks):
     created = json.loads(run("tenant", "create", "acme", "--trust-level", "standard", "--approve"))
     assert created["slug"] == "acme"
     assert created["phase"] == Phase.READY  # the in-process worker ran on commit
-    assert (gitops_repo / "tenants" / "acme" / "namespace.core_tenant-acme.yaml").is_file()
-    assert (gitops_repo / "platform").is_dir()
+    assert (gitops_repo / "clusters/default/tenants" / "acme" / "namespace.core_tenant-acme.yaml").is_file()
+    assert (gitops_repo / "clusters/default/platform").is_dir()
 
     stream = run("render", "--tenant", "acme")
     docs = [d for d in yaml.safe_load_all(stream) if d]

@@ -20,7 +20,7 @@ def commits(repo: Path) -> int:
 
 
 def tenant_files(repo: Path, slug: str) -> list[str]:
-    folder = repo / "tenants" / slug
+    folder = repo / "clusters/default/tenants" / slug
     return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
 
 

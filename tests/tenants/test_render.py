@@ -99,4 +99,4 @@ def test_invalid_manifest_is_never_written(gitops_repo, monkeypatch):
     cond = tenant.condition("Ready")
     assert cond["reason"] == "InvalidManifest" and "k8z" in cond["message"]
     assert outcome.problems
-    assert not (gitops_repo / "tenants" / "acme").exists()
+    assert not (gitops_repo / "clusters/default/tenants" / "acme").exists()

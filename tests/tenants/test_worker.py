@@ -37,8 +37,8 @@ def test_request_approve_update_delete_through_a_real_worker(gitops_repo: Path, 
             tenant = factories.tenant("acme", "untrusted")
             actions.approve(tenant)
             ready = wait_for_tenant(tenant.pk, log, phase=Phase.READY, observed_generation=1)
-            files = git(gitops_repo, "ls-files", "tenants/acme").split()
-            assert "tenants/acme/namespace.core_tenant-acme.yaml" in files
+            files = git(gitops_repo, "ls-files", "clusters/default/tenants/acme").split()
+            assert "clusters/default/tenants/acme/namespace.core_tenant-acme.yaml" in files
             assert ready.condition("Ready")["status"] == "True"
             commits = int(git(gitops_repo, "rev-list", "--count", "HEAD"))
 
@@ -58,7 +58,7 @@ def test_request_approve_update_delete_through_a_real_worker(gitops_repo: Path, 
 
             actions.delete(Tenant.objects.get(pk=tenant.pk))
             wait_for_tenant(tenant.pk, log, phase=Phase.DELETED)
-            assert git(gitops_repo, "ls-files", "tenants/acme").strip() == ""
-            assert not (gitops_repo / "tenants" / "acme").exists()
+            assert git(gitops_repo, "ls-files", "clusters/default/tenants/acme").strip() == ""
+            assert not (gitops_repo / "clusters/default/tenants" / "acme").exists()
         finally:
             app.conf.task_default_queue = "celery"

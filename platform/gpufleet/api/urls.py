@@ -2,6 +2,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.routers import DefaultRouter
 
+from scheduling.api.clusters import QueueView
 from scheduling.api.urls import register as register_scheduling
 from scheduling.sync_api import SyncStatusView
 from tenants.api.members import MemberViewSet
@@ -19,6 +20,7 @@ EXTRA_ROOT_ENTRIES = {
     "billing/reconciliation": "billing-reconciliation",
     "billing/exports": "billing-export",
     "sync": "sync-status",
+    "queue": "queue",
 }
 
 
@@ -34,11 +36,12 @@ router.register("tenants", TenantViewSet, basename="tenant")
 router.register("members", MemberViewSet, basename="member")
 router.register("tokens", ApiTokenViewSet, basename="token")
 router.register("gpu-allocation-policies", AllocationPolicyViewSet, basename="gpu-allocation-policy")
-register_scheduling(router)  # flavors, node-pools, quotas, quota-requests, endpoints
+register_scheduling(router)  # flavors, node-pools, quotas, quota-requests, endpoints, clusters, placements
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("sync/", SyncStatusView.as_view(), name="sync-status"),
+    path("queue/", QueueView.as_view(), name="queue"),
     path("billing/", include("billing.api.urls")),
     path("", include(router.urls)),
 ]

@@ -170,6 +170,8 @@ SPECTACULAR_SETTINGS = {
         "TrustLevelEnum": "tenants.models.TrustLevel",
         "MembershipRoleEnum": "tenants.models.Membership.Role",
         "MembershipSourceEnum": "tenants.models.Membership.Source",
+        # Quota and placement change requests share one review life cycle (pending, approved, rejected).
+        "ReviewStateEnum": "scheduling.models.QuotaChangeRequest.State",
     },
     # The schema lists every route and field: signed-in callers and API tokens only (docs/api.md).
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
@@ -250,6 +252,9 @@ GPUFLEET_KUBERNETES_VERSION = env("GPUFLEET_KUBERNETES_VERSION", "1.33")
 GPUFLEET_KUBECONFIG = env("GPUFLEET_KUBECONFIG", "")
 GPUFLEET_KUBE_CONTEXT = env("GPUFLEET_KUBE_CONTEXT", "")
 GPUFLEET_KUBE_FIELD_MANAGER = env("GPUFLEET_KUBE_FIELD_MANAGER", "gpufleet")
+# Kubernetes backend with several host clusters: each cluster's `kubeconfig_secret` names a Secret mounted here as
+# <dir>/<secret>/kubeconfig (or is an absolute path); credentials are never stored in the database.
+GPUFLEET_CLUSTER_KUBECONFIG_DIR = env("GPUFLEET_CLUSTER_KUBECONFIG_DIR", "/var/run/gpufleet/clusters")
 
 # --- OpenBao / Vault (tenant secrets) --------------------------------------------------------------
 # Unset address: the reconcile skips the secrets step and says so in the tenant's `Secrets` condition.
@@ -294,6 +299,10 @@ GPUFLEET_METRICS_URL = env("GPUFLEET_METRICS_URL", "http://vmsingle.monitoring.s
 # the Kueue configuration the platform installs (docs/scheduling.md).
 GPUFLEET_KUEUE_FAIR_SHARING = env_bool("GPUFLEET_KUEUE_FAIR_SHARING", False)
 GPUFLEET_DEFAULT_COHORT = env("GPUFLEET_DEFAULT_COHORT", "gpufleet")
+# MultiKueue mode (scheduling.multikueue): a tenant's home cluster dispatches jobs that name the
+# `gpu-dispatch` LocalQueue to its other placements. Needs Kueue's MultiKueue feature (beta, on by default)
+# and, on each manager, a Secret `multikueue-<worker>` (key `kubeconfig`) in Kueue's namespace per worker.
+GPUFLEET_MULTIKUEUE = env_bool("GPUFLEET_MULTIKUEUE", False)
 GPUFLEET_TOPOLOGY_NAME = env("GPUFLEET_TOPOLOGY_NAME", "gpu-topology")
 # Node labels from the widest to the narrowest domain (block = NVLink/IB domain, rack, host).
 GPUFLEET_TOPOLOGY_LEVELS = env_list(

@@ -16,6 +16,7 @@ from tf.schema import Attribute, Schema
 from tf.types import Number, String, Unknown
 
 from .client import Client
+from .clusters import Cluster, Placement
 from .data_sources import Flavors, Kubeconfig, TenantData, Usage
 from .scheduling import InferenceEndpoint, Quota
 from .tenants import Tenant, TenantMember
@@ -73,7 +74,7 @@ class GpufleetProvider:
         return [Flavors, TenantData, Kubeconfig, Usage]
 
     def get_resources(self) -> list[type[Resource]]:
-        return [Tenant, TenantMember, Quota, InferenceEndpoint, ApiToken]
+        return [Tenant, TenantMember, Quota, InferenceEndpoint, ApiToken, Cluster, Placement]
 
     def get_functions(self) -> list[Any]:
         return []

@@ -39,6 +39,8 @@ class Quota(Base, Resource):
             Attribute("id", String(), computed=True),
             Attribute("tenant", String(), required=True, requires_replace=True, description="Tenant slug"),
             Attribute("flavor", String(), required=True, requires_replace=True, description="Flavor name"),
+            Attribute("cluster", String(), optional=True, computed=True, requires_replace=True,
+                      description="Host cluster (default: the tenant's home cluster)"),
             Attribute("nominal", Number(), required=True, description="Guaranteed units"),
             Attribute("borrowing_limit", Number(), optional=True, description="Units it may borrow (null: no limit)"),
             Attribute("lending_limit", Number(), optional=True, description="Units it may lend (null: all unused)"),
@@ -46,12 +48,14 @@ class Quota(Base, Resource):
 
     @staticmethod
     def state(row: dict[str, Any]) -> dict[str, Any]:
-        return {"id": str(row["id"]), "tenant": row["tenant"], "flavor": row["flavor"],
+        return {"id": str(row["id"]), "tenant": row["tenant"], "flavor": row["flavor"], "cluster": row["cluster"],
                 "nominal": number(row["nominal"]), "borrowing_limit": number(row["borrowing_limit"]),
                 "lending_limit": number(row["lending_limit"])}
 
     def _set(self, planned: dict[str, Any]) -> dict[str, Any]:
         body = {k: planned.get(k) for k in ("tenant", "flavor", "nominal", "borrowing_limit", "lending_limit")}
+        if isinstance(planned.get("cluster"), str) and planned["cluster"]:
+            body["cluster"] = planned["cluster"]
         try:
             return self.state(self.client.post("quotas/", body))
         except ApiError as exc:
@@ -88,12 +92,17 @@ class Quota(Base, Resource):
 
     @guarded("importing the quota")
     def import_(self, ctx: ImportContext, id: str) -> dict[str, Any] | None:
-        key = split_key(ctx.diagnostics, id, "flavor")
+        # <slug>/<flavor> (the first such quota, e.g. a single-cluster fleet's) or <slug>/<flavor>/<cluster>
+        head, cluster = (id.rsplit("/", 1) if id.count("/") == 2 else (id, ""))
+        key = split_key(ctx.diagnostics, head, "flavor")
         if key is None:
             return None
-        row = self.client.find("quotas", tenant=key[0], flavor=key[1])
+        filters = {"tenant": key[0], "flavor": key[1], **({"cluster": cluster} if cluster else {})}
+        row = self.client.find("quotas", **filters)
         if row is None:
-            ctx.diagnostics.add_error(f"tenant '{key[0]}' has no quota for flavor '{key[1]}' (or it is not visible)")
+            where = f" on cluster '{cluster}'" if cluster else ""
+            ctx.diagnostics.add_error(f"tenant '{key[0]}' has no quota for flavor '{key[1]}'{where} "
+                                      "(or it is not visible)")
             return None
         return self.state(row)
 

@@ -19,6 +19,7 @@ def _numbers(parser: CommandParser) -> None:
     parser.add_argument("--nominal", required=True)
     parser.add_argument("--borrowing-limit", default=None, help="default: no limit within the cohort")
     parser.add_argument("--lending-limit", default=None, help="default: all unused nominal may be lent")
+    parser.add_argument("--cluster", default=None, help="host cluster (default: the tenant's home cluster)")
 
 
 class Command(BaseCommand):
@@ -47,14 +48,14 @@ class Command(BaseCommand):
         if verb in ("set", "propose"):
             tenant = get_tenant(str(o["slug"]))
             numbers = {"flavor": o["flavor"], "nominal": o["nominal"], "borrowing_limit": o["borrowing_limit"],
-                       "lending_limit": o["lending_limit"]}
+                       "lending_limit": o["lending_limit"], "cluster": o["cluster"]}
             if verb == "set":
                 run(self, "quota set", lambda: quota_json(actions.set_quota(tenant, **numbers)))
             else:
                 run(self, "quota propose", lambda: request_json(
                     actions.propose_quota_change(tenant, reason=o["reason"], **numbers)))
         elif verb == "list":
-            rows = Quota.objects.select_related("tenant", "flavor")
+            rows = Quota.objects.select_related("tenant", "flavor", "cluster")
             if o.get("slug"):
                 rows = rows.filter(tenant__slug=o["slug"])
             run(self, "quota list", lambda: [quota_json(q) for q in rows])
@@ -63,7 +64,7 @@ class Command(BaseCommand):
             run(self, "quota settings", lambda: _settings(actions.set_tenant_scheduling(
                 tenant, cohort=o["cohort"], fair_sharing_weight=o["weight"], priority_class=o["priority_class"])))
         elif verb == "requests":
-            rows = QuotaChangeRequest.objects.select_related("tenant", "flavor")
+            rows = QuotaChangeRequest.objects.select_related("tenant", "flavor", "cluster")
             run(self, "quota requests", lambda: [request_json(r) for r in rows])
         else:
             change = QuotaChangeRequest.objects.select_related("tenant", "flavor").filter(pk=o["id"]).first()
@@ -82,11 +83,12 @@ class Command(BaseCommand):
 
 
 def quota_json(quota: Quota) -> dict:
-    return {"tenant": quota.tenant.slug, **quota.spec()}
+    return {"tenant": quota.tenant.slug, "cluster": quota.cluster.name, **quota.spec()}
 
 
 def request_json(change: QuotaChangeRequest) -> dict:
-    return {"id": change.pk, "tenant": change.tenant.slug, **change.spec(), "state": change.state,
+    return {"id": change.pk, "tenant": change.tenant.slug, "cluster": change.cluster.name, **change.spec(),
+            "state": change.state,
             "branch": change.branch, "reason": change.reason, "review_comment": change.review_comment}
 
 

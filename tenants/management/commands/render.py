@@ -19,11 +19,23 @@ class Command(BaseCommand):
         group = parser.add_mutually_exclusive_group(required=True)
         group.add_argument("--tenant", metavar="SLUG")
         group.add_argument("--platform", action="store_true")
+        group.add_argument("--sync", choices=["argocd", "flux"],
+                           help="what Argo CD (an ApplicationSet per cluster) or Flux (Kustomizations per cluster) "
+                                "needs to sync each host cluster's tree")
+        parser.add_argument("--repo-url", default="", help="with --sync: the desired-state repository's URL")
         parser.add_argument("--validate", action="store_true", help="also validate against upstream schemas")
 
     def handle(self, *args: object, **opts: object) -> None:
         ctx = RenderContext.from_settings()
-        if opts["platform"]:
+        if opts["sync"]:
+            from scheduling import sync_objects
+            from scheduling.models import Cluster
+
+            if not opts["repo_url"]:
+                raise CommandError("--sync needs --repo-url (the repository Argo CD or Flux reads)")
+            targets = [sync_objects.SyncTarget.of(c) for c in Cluster.objects.all()]
+            manifests = getattr(sync_objects, str(opts["sync"]))(targets, str(opts["repo_url"]))
+        elif opts["platform"]:
             manifests = render_platform(ctx)
         else:
             manifests = desired_manifests(get_tenant(str(opts["tenant"])), ctx)

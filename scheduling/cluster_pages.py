@@ -1,0 +1,56 @@
+"""Portal pages for host clusters and the one queue view: the clusters list (status: reachable, last sync,
+drift), one cluster (flavors and capacity, node pools, placements) and the queue across clusters. Every
+page shows only the placements and queue rows of tenants the viewer may see."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+
+from gpufleet import clock
+from gpufleet.accounts.roles import is_platform_admin
+from tenants.models import Tenant
+
+from . import queue_view
+from .models import GpuNodePool
+from .models_clusters import Cluster, ClusterFlavor, Placement
+
+
+@login_required
+def clusters(request: HttpRequest) -> HttpResponse:
+    visible = Tenant.objects.for_user(request.user)
+    counts: dict[int, int] = {}
+    for cluster_id in Placement.objects.filter(tenant__in=visible).values_list("cluster_id", flat=True):
+        counts[cluster_id] = counts.get(cluster_id, 0) + 1
+    rows = [(c, counts.get(c.pk, 0)) for c in Cluster.objects.for_user(request.user)]
+    return render(request, "scheduling/clusters.html", {"clusters": rows})
+
+
+@login_required
+def cluster_detail(request: HttpRequest, name: str) -> HttpResponse:
+    cluster = get_object_or_404(Cluster.objects.for_user(request.user), name=name)
+    visible = Tenant.objects.for_user(request.user)
+    return render(request, "scheduling/cluster_detail.html", {
+        "cluster": cluster,
+        "offers": ClusterFlavor.objects.filter(cluster=cluster).select_related("flavor"),
+        "pools": GpuNodePool.objects.filter(cluster=cluster).select_related("flavor"),
+        "placements": Placement.objects.filter(cluster=cluster, tenant__in=visible).select_related("tenant"),
+        "show_references": is_platform_admin(request.user),
+        "metrics_source": cluster.metrics_url or settings.GPUFLEET_METRICS_URL,
+    })
+
+
+@login_required
+def queue(request: HttpRequest) -> HttpResponse:
+    tenants = Tenant.objects.for_user(request.user)
+    rows = queue_view.collect(tenants, clock.now())
+    cluster = request.GET.get("cluster", "")
+    if cluster:
+        rows = [r for r in rows if r.cluster == cluster]
+    errors = sorted({(r.cluster, r.metrics_error) for r in rows if r.metrics_error})
+    return render(request, "scheduling/queue.html", {
+        "rows": rows, "errors": errors, "cluster": cluster,
+        "clusters": Cluster.objects.for_user(request.user).values_list("name", flat=True),
+    })

@@ -1,0 +1,168 @@
+"""Where rendered objects go: one tree (GitOps) or one API (Kubernetes) per host cluster.
+
+`placed_for_tenant` and `platform_targets` are the hooks tenants.render calls: pure functions of the render
+inputs (the clusters with their catalogs in RenderContext.extra["clusters"], the tenant's placements and
+per-cluster quotas in TenantView.extra["scheduling"]). `record_placement` and `record_platform` write how
+delivery to one cluster went (tenants.reconcile calls them): the placement's `Reconciled` condition and the
+cluster's reachability -- an unreachable cluster marks its own tenants' placements, nobody else's.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Any
+
+from gpufleet import clock
+from infra.errors import InfraError, TransientError
+from tenants.render import Placed, RenderContext, TenantView
+
+from . import placement
+from .inputs import ClusterSpec, TenantScheduling
+from .models_clusters import DEFAULT_CLUSTER
+
+RECONCILED = "Reconciled"
+REMOVED = "the placement was removed"
+
+
+def clusters_of(ctx: RenderContext) -> dict[str, ClusterSpec]:
+    specs = ctx.extra.get("clusters") or ()
+    if not specs:  # a context built without the catalog loader (pure tests): one default cluster, root layout
+        return {DEFAULT_CLUSTER: ClusterSpec(DEFAULT_CLUSTER, "", catalog=ctx.extra.get("scheduling"))}  # type: ignore[arg-type]
+    return {c.name: c for c in specs}
+
+
+# Key in RenderContext.extra of the per-cluster contexts derived from it: built once per context (a fleet pass
+# renders a thousand tenants with one), so every tenant on a cluster shares that cluster's context object.
+_DERIVED = "_per_cluster"
+
+
+def context_on(ctx: RenderContext, cluster: ClusterSpec) -> RenderContext:
+    """The platform-wide render inputs as one cluster sees them (its flavors and node pools)."""
+    derived = ctx.extra.setdefault(_DERIVED, {})
+    if cluster.name not in derived:
+        extra = {k: v for k, v in ctx.extra.items() if k != _DERIVED}
+        if cluster.catalog is not None:
+            extra["scheduling"] = cluster.catalog
+        extra["cluster"] = cluster.name
+        derived[cluster.name] = replace(ctx, extra=extra)
+    return derived[cluster.name]  # type: ignore[no-any-return]
+
+
+def facts(cluster: ClusterSpec) -> placement.ClusterFacts:
+    return placement.ClusterFacts(cluster.name, cluster.purpose, cluster.region, cluster.trust_levels)
+
+
+def placed_for_tenant(view: TenantView, ctx: RenderContext) -> list[Placed]:
+    clusters = clusters_of(ctx)
+    sched: TenantScheduling | None = view.extra.get("scheduling")
+    rows = (sched.placements if sched and sched.placements else ((DEFAULT_CLUSTER, True),))
+    known = [(clusters[name], home) for name, home in rows if name in clusters]
+    if not known:  # placed only on clusters that no longer exist: keep the tenant on default
+        known = [(next(iter(clusters.values())), True)]
+    targets = placement.targets([(facts(c), c.tree, home) for c, home in known], view.trust_level)
+    # Removed placements: nothing is rendered there, so the apply prunes what the tenant had on that cluster.
+    targets += [placement.Target(name, clusters[name].tree, False, REMOVED)
+                for name in (sched.leaving if sched else ()) if name in clusters]
+    out = []
+    for target in targets:
+        cluster = clusters[target.cluster]
+        extra: dict[str, Any] = {**view.extra, "home": target.home, "cluster": target.cluster}
+        if sched is not None:
+            extra["scheduling"] = sched.on(target.cluster, target.home)
+        out.append(Placed(target.cluster, target.tree, replace(view, extra=extra), context_on(ctx, cluster),
+                          home=target.home, refused=target.refused))
+    return out
+
+
+def platform_targets(ctx: RenderContext) -> list[Placed]:
+    return [Placed(c.name, c.tree, None, context_on(ctx, c)) for c in clusters_of(ctx).values()]
+
+
+def _condition(error: InfraError | None, refused: str) -> dict[str, str]:
+    if refused:
+        status, reason, message = "False", "TrustNotAllowed", refused
+    elif error is None:
+        status, reason, message = "True", "Applied", "the tenant's objects are applied on this cluster"
+    else:
+        status = "False"
+        reason = "ClusterUnreachable" if isinstance(error, TransientError) else (error.reason or "ApplyFailed")
+        message = str(error)
+    return {"type": RECONCILED, "status": status, "reason": reason, "message": message,
+            "lastTransitionTime": clock.now().isoformat()}
+
+
+def record_placement(tenant: Any, placed: Placed, error: InfraError | None) -> None:
+    """tenants.reconcile.PLACEMENT_STATUS_HOOKS: the placement's condition (the time moves only when the
+    status or reason does) and the cluster's reachability."""
+    from .models_clusters import Placement
+
+    rows = Placement.objects.filter(tenant_id=tenant.pk, cluster__name=placed.cluster)
+    row = rows.only("conditions", "cluster_id").first()
+    if row is not None and placed.refused == REMOVED:
+        if error is None:  # pruned there: the cluster forgets the tenant
+            Placement.objects.filter(pk=row.pk).delete()
+    elif row is not None:
+        new = _condition(error, placed.refused)
+        old = row.condition(RECONCILED)
+        if old and (old.get("status"), old.get("reason")) == (new["status"], new["reason"]):
+            new["lastTransitionTime"] = old.get("lastTransitionTime", new["lastTransitionTime"])
+        conditions = [c for c in row.conditions if c.get("type") != RECONCILED] + [new]
+        fields: dict[str, Any] = {"conditions": conditions}
+        if error is None:
+            fields["last_reconciled_at"] = clock.now()
+        Placement.objects.filter(pk=row.pk).update(**fields)
+    _cluster_status(placed.cluster, error, row.cluster_id if row is not None else None)
+
+
+# Cluster rows this process last marked reachable, and when (monotonic seconds): a fleet pass applies a thousand
+# tenants to a few clusters, and one write per cluster per interval says as much as a thousand.
+_MARKED_REACHABLE: dict[tuple[str, int], float] = {}
+REACHABLE_REFRESH_S = 30.0
+
+
+def record_platform(target: Placed, error: InfraError | None) -> None:
+    _cluster_status(target.cluster, error, None)
+
+
+def _cluster_status(name: str, error: InfraError | None, cluster_id: int | None) -> None:
+    """`cluster_id` given: a tenant's placement, throttled per cluster row (see _MARKED_REACHABLE)."""
+    from .models_clusters import Cluster
+
+    if error is None:
+        now = time.monotonic()
+        key = (name, cluster_id or 0)
+        if cluster_id and now - _MARKED_REACHABLE.get(key, -REACHABLE_REFRESH_S) < REACHABLE_REFRESH_S:
+            return
+        Cluster.objects.filter(name=name).update(reachable=True, last_sync_at=clock.now(), status_message="")
+        _MARKED_REACHABLE[key] = now
+        return
+    for key in [k for k in _MARKED_REACHABLE if k[0] == name]:
+        _MARKED_REACHABLE.pop(key)
+    if isinstance(error, TransientError):
+        Cluster.objects.filter(name=name).update(reachable=False, status_message=str(error)[:2000])
+    else:
+        Cluster.objects.filter(name=name).update(reachable=True, status_message=str(error)[:2000])
+
+
+def kube_clusters() -> tuple[list[tuple[str, str, str, str]], str]:
+    """tenants.backends.KUBE_CLUSTER_HOOKS: every cluster's API reference; `default` is where gpufleet runs
+    (its empty reference means GPUFLEET_KUBECONFIG or the pod's service account)."""
+    from .models_clusters import Cluster, default_cluster_id
+
+    default_cluster_id()
+    rows = [(c.name, c.tree, c.kube_api, c.kubeconfig_secret) for c in Cluster.objects.all()]
+    local = next((tree for name, tree, _, _ in rows if name == DEFAULT_CLUSTER), "")
+    return rows, local
+
+
+def reserved_pools_values(view: TenantView, ctx: RenderContext, values: dict[str, Any]) -> None:
+    """tenants.render.VCLUSTER_VALUES_HOOKS: pods the tenant's vCluster syncs tolerate the node pools of its home
+    cluster reserved for its trust level -- and no others (pure; nothing added when no pool is reserved)."""
+    from .nodepools import reserved_pool_tolerations
+
+    cat = ctx.extra.get("scheduling")
+    tolerations = reserved_pool_tolerations(view.trust_level, cat) if cat is not None else []
+    if tolerations:
+        pods = values.setdefault("sync", {}).setdefault("toHost", {}).setdefault("pods", {})
+        pods["enforceTolerations"] = sorted({*pods.get("enforceTolerations", []), *tolerations})

@@ -1,0 +1,94 @@
+"""MultiKueue mode in the per-cluster render (GPUFLEET_MULTIKUEUE; off by default, and then nothing here
+changes a rendered object).
+
+- `context_extras` (tenants.render.CONTEXT_EXTRAS): whether the mode is on, as a render input.
+- `placed_with_dispatch` wraps the placement hook (scheduling.delivery.placed_for_tenant): each of a tenant's
+  placements gets a `Dispatch` in its view's extras -- is it the home, which clusters are its workers, and the
+  tenant's quotas per cluster (the per-cluster view alone only carries that cluster's quotas).
+- the `multikueue` tenant section renders scheduling.multikueue's manager objects on the home cluster and the
+  worker LocalQueue on every other placement. Pure, like every section.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from django.conf import settings
+
+from infra.manifests import Manifest
+from tenants.render import Placed, RenderContext, TenantView, tenant_section
+
+from . import multikueue
+from .inputs import QuotaSpec, TenantScheduling
+from .render import allowed_flavors, catalog_of
+
+KEY = "multikueue"
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    home: bool
+    cluster: str
+    workers: tuple[str, ...]
+    quotas_by_cluster: dict[str, dict[str, QuotaSpec]] = field(default_factory=dict)
+
+
+def context_extras() -> dict[str, Any]:
+    return {KEY: bool(getattr(settings, "GPUFLEET_MULTIKUEUE", False))}
+
+
+def dispatching(placed: list[Placed], sched: TenantScheduling | None) -> list[Placed]:
+    """`placed` with a Dispatch on each view when the tenant has a home and at least one other placement."""
+    if sched is None:
+        return placed
+    live = [p for p in placed if not p.refused and p.view is not None]
+    homes = [p for p in live if p.home]
+    # Workers in the order placements come (home first, then by cluster name): the dispatcher's preference.
+    workers = tuple(p.cluster for p in live if not p.home)[:multikueue.MAX_WORKERS]
+    if len(homes) != 1 or not workers:
+        return placed
+    quotas = sched.by_cluster or {homes[0].cluster: sched.quotas}
+    out = []
+    for p in placed:
+        if p.view is None or p.refused:
+            out.append(p)
+            continue
+        info = Dispatch(home=p.home, cluster=p.cluster, workers=workers, quotas_by_cluster=quotas)
+        out.append(replace(p, view=replace(p.view, extra={**p.view.extra, KEY: info})))
+    return out
+
+
+def wrap(inner: Callable[[TenantView, RenderContext], list[Placed]]) -> Callable[..., list[Placed]]:
+    def placed_with_dispatch(view: TenantView, ctx: RenderContext) -> list[Placed]:
+        placed = inner(view, ctx)
+        if not ctx.extra.get(KEY):
+            return placed
+        return dispatching(placed, view.extra.get("scheduling"))
+
+    placed_with_dispatch.wrapped = inner  # type: ignore[attr-defined]
+    return placed_with_dispatch
+
+
+@tenant_section("multikueue")
+def render_tenant_multikueue(view: TenantView, ctx: RenderContext) -> list[Manifest]:
+    info: Dispatch | None = view.extra.get(KEY)
+    sched: TenantScheduling | None = view.extra.get("scheduling")
+    if info is None or sched is None:
+        return []
+    if not info.home:
+        return multikueue.worker_tenant_objects(view)
+    flavors = allowed_flavors(view, catalog_of(ctx), sched)
+    workers = [multikueue.Worker(name) for name in info.workers]
+    return multikueue.manager_tenant_objects(view, info.cluster, workers, flavors, info.quotas_by_cluster)
+
+
+def register() -> None:
+    from tenants import render as tenant_render
+
+    if context_extras not in tenant_render.CONTEXT_EXTRAS:
+        tenant_render.CONTEXT_EXTRAS.append(context_extras)
+    hooks = tenant_render.PLACEMENT_HOOKS
+    if hooks and not hasattr(hooks[0], "wrapped"):
+        hooks[0] = wrap(hooks[0])

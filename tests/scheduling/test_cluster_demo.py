@@ -1,0 +1,40 @@
+"""The demo fleet spans three host clusters besides `default` (training, inference, an untrusted-only dev
+cluster) with placements that honour trust; seeding twice changes nothing."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from scheduling.models import Quota
+from scheduling.models_clusters import Cluster, ClusterFlavor, Placement, PlacementChangeRequest
+
+pytestmark = pytest.mark.django_db
+
+
+def test_demo_has_three_clusters_with_placements(eager_tasks) -> None:
+    call_command("demo", stdout=StringIO())
+    state = (sorted(Cluster.objects.values_list("name", "purpose", "trust_levels")),
+             sorted(Placement.objects.values_list("tenant__slug", "cluster__name", "home")),
+             ClusterFlavor.objects.count(), PlacementChangeRequest.objects.count())
+    call_command("demo", stdout=StringIO())
+    assert state == (sorted(Cluster.objects.values_list("name", "purpose", "trust_levels")),
+                     sorted(Placement.objects.values_list("tenant__slug", "cluster__name", "home")),
+                     ClusterFlavor.objects.count(), PlacementChangeRequest.objects.count())
+    clusters, placements, _, _ = state
+    assert clusters == [("default", "general", []), ("dev", "dev", ["untrusted"]),
+                        ("inference", "inference", []), ("training", "training", [])]
+    by_tenant: dict[str, set[str]] = {}
+    for slug, cluster, _home in placements:
+        by_tenant.setdefault(slug, set()).add(cluster)
+    assert by_tenant["contractors"] == {"default", "dev"}
+    assert by_tenant["vision"] == {"default", "training"}
+    assert by_tenant["nlp-inference"] == {"default", "inference"}
+    quotas = set(Quota.objects.exclude(cluster__name="default").values_list("tenant__slug", "cluster__name",
+                                                                            "flavor__name", "nominal"))
+    assert quotas == {("vision", "training", "a100-whole", 8), ("vision", "training", "a100-3g", 6),
+                      ("nlp-inference", "inference", "a100-whole", 4), ("contractors", "dev", "a100-whole", 2)}
+    # Only untrusted tenants are on dev.
+    assert {slug for slug, cluster, _ in placements if cluster == "dev"} == {"contractors"}
