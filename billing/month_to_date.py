@@ -13,7 +13,7 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Max
+from django.db.models import Max, Q
 
 from gpufleet import clock
 
@@ -55,22 +55,42 @@ def forecast(spent: Decimal, start: datetime, end: datetime, measured_until: dat
 
 
 def month_to_date(tenant_ids: list[int], now: datetime | None = None, currency: str | None = None) -> MonthToDate:
-    """Spend of the given tenants in the current month (UTC) up to the newest measured hour."""
+    """Spend of the given tenants together in the current month (UTC) up to the newest measured hour."""
+    return _month_to_date(tenant_ids, now, currency, each=False)[0]
+
+
+def month_to_date_each(tenant_ids: list[int], now: datetime | None = None,
+                       currency: str | None = None) -> dict[int, MonthToDate]:
+    """The same figure for each tenant on its own, in the same three queries however many tenants."""
+    return _month_to_date(tenant_ids, now, currency, each=True)
+
+
+def _month_to_date(tenant_ids: list[int], now: datetime | None, currency: str | None,
+                   *, each: bool) -> dict[int, MonthToDate]:
     now = now or clock.now()
     period = now.astimezone(UTC).date().replace(day=1)
     start, end = period_bounds(period)
     currency = _billing_currency(currency)
-    newest = (UsageRecord.objects.filter(tenant_id__in=tenant_ids, hour__gte=start, hour__lt=end)
-              .aggregate(newest=Max("hour"))["newest"])
-    measured_until = newest + timedelta(hours=1) if newest else None
+    newest_of = dict(UsageRecord.objects.filter(tenant_id__in=tenant_ids, hour__gte=start, hour__lt=end)
+                     .values_list("tenant_id").annotate(newest=Max("hour")).order_by())
     prices = _price_rows(currency)
-    spent, missing = ZERO, []
-    for rows in _usage_rows(tenant_ids, start, end).values():
+    spent: dict[int, Decimal] = {}
+    missing: dict[int, list[str]] = {}
+    for tenant_id, rows in _usage_rows(tenant_ids, start, end).items():
         draft = invoicing.usage_lines(rows, prices, start, end, currency)
-        spent += draft.total
-        missing += draft.missing_prices
-    return MonthToDate(period, currency, spent, forecast(spent, start, end, measured_until), measured_until,
-                       sorted(set(missing)))
+        spent[tenant_id] = draft.total
+        missing[tenant_id] = list(draft.missing_prices)
+
+    def figure(ids: list[int]) -> MonthToDate:
+        newest = max((newest_of[i] for i in ids if i in newest_of), default=None)
+        measured_until = newest + timedelta(hours=1) if newest else None
+        total = sum((spent.get(i, ZERO) for i in ids), ZERO)
+        gaps = sorted({m for i in ids for m in missing.get(i, [])})
+        return MonthToDate(period, currency, total, forecast(total, start, end, measured_until), measured_until, gaps)
+
+    if each:
+        return {tenant_id: figure([tenant_id]) for tenant_id in tenant_ids}
+    return {0: figure(list(tenant_ids))}
 
 
 @dataclass(frozen=True)
@@ -79,6 +99,21 @@ class Allocation:
 
     hour: datetime | None
     units: dict[str, Decimal]
+
+
+def allocations_now(records: Any) -> dict[int, Allocation]:
+    """Like allocation_now, for each tenant of `records` on its own (its own newest hour). Two queries."""
+    newest_of = dict(records.values_list("tenant_id").annotate(newest=Max("hour")).order_by())
+    if not newest_of:
+        return {}
+    which = Q()
+    for tenant_id, newest in newest_of.items():
+        which |= Q(tenant_id=tenant_id, hour=newest)
+    units: dict[int, dict[str, Decimal]] = {tenant_id: {} for tenant_id in newest_of}
+    for r in (records.filter(which).values("tenant_id", "flavor__name")
+              .annotate(u=ExactSum("unit_seconds")).order_by("tenant_id", "flavor__name")):
+        units[r["tenant_id"]][r["flavor__name"]] = (r["u"] / invoicing.HOUR).quantize(Decimal("0.01"))
+    return {tenant_id: Allocation(newest, units[tenant_id]) for tenant_id, newest in newest_of.items()}
 
 
 def allocation_now(records: Any) -> Allocation:

@@ -37,6 +37,7 @@ from scheduling.models import (
     SlaTier,
     TenantScheduling,
 )
+from scheduling.models_clusters import Cluster, ClusterFlavor, Placement, PlacementChangeRequest
 from scheduling.models_sync import SyncRun
 from tenants.isolation.models import AllocationPolicy
 from tenants.models import Membership, Phase, Tenant
@@ -146,6 +147,24 @@ class World:
                         window_end=self.month + timedelta(days=1))
             for f in self.flavors(n) for h in range(24)])
 
+    def clusters(self, n: int) -> list[Any]:
+        """n more host clusters, each offering the world's flavor."""
+        made = []
+        for _ in range(n):
+            cluster = Cluster.objects.create(name=f"c-{next(_seq)}", purpose="training", region="eu-west-1")
+            ClusterFlavor.objects.create(cluster=cluster, flavor=self.flavor, capacity=8)
+            made.append(cluster)
+        return made
+
+    def placements(self, n: int) -> None:
+        """The world's tenant placed on n more clusters (beside its home)."""
+        Placement.objects.bulk_create([Placement(tenant=self.tenant, cluster=c) for c in self.clusters(n)])
+
+    def placement_requests(self, n: int) -> None:
+        PlacementChangeRequest.objects.bulk_create([
+            PlacementChangeRequest(tenant=self.tenant, cluster=c, action="add", reason="more GPUs",
+                                   proposed_by=self.owner) for c in self.clusters(n)])
+
     def sync_runs(self, n: int) -> None:
         now = clock.now()
         SyncRun.objects.bulk_create([SyncRun(started=now - timedelta(minutes=i), finished=now, state="ok")
@@ -189,6 +208,10 @@ CASES: dict[str, Case] = {
     "billing-usage": Case(lambda w: API + f"billing/usage/?tenant={w.tenant.slug}&period={w.month:%Y-%m}",
                           lambda w, n: w.usage(n), "owner"),
     "sync-status": Case(lambda w: API + "sync/", lambda w, n: w.sync_runs(n)),
+    "cluster-list": Case(lambda w: API + "clusters/", lambda w, n: w.clusters(n)),
+    "placement-list": Case(lambda w: API + "placements/", lambda w, n: w.placements(n)),
+    "placement-list (member)": Case(lambda w: API + "placements/", lambda w, n: w.placements(n), "owner"),
+    "placement-request-list": Case(lambda w: API + "placement-requests/", lambda w, n: w.placement_requests(n)),
     # --- API details: the first object, with more rows around it or below it --------------------------------
     "tenant-detail": Case(lambda w: API + f"tenants/{w.tenant.pk}/", lambda w, n: w.members(w.tenant, n)),
     "member-detail": Case(lambda w: API + f"members/{Membership.objects.order_by('pk').first().pk}/",
@@ -217,9 +240,22 @@ CASES: dict[str, Case] = {
                                    lambda w, n: w.lines(w.invoice(), n)),
     "billing-price-detail": Case(lambda w: API + f"billing/prices/{Price.objects.order_by('pk').first().pk}/",
                                  lambda w, n: w.prices(n), grows=False),
+    "cluster-detail": Case(lambda w: API + f"clusters/{Cluster.objects.order_by('pk').first().name}/",
+                           lambda w, n: w.placements(n), grows=False),
+    "placement-detail": Case(lambda w: API + f"placements/{Placement.objects.order_by('pk').first().pk}/",
+                             lambda w, n: w.placements(n), grows=False),
+    "placement-request-detail": Case(
+        lambda w: API + f"placement-requests/{PlacementChangeRequest.objects.order_by('pk').first().pk}/",
+        lambda w, n: w.placement_requests(n), grows=False),
     # --- portal pages ---------------------------------------------------------------------------------------
     "portal:home": Case(lambda w: "/", lambda w, n: w.tenants(n), "owner", True),
-    "portal:home (admin)": Case(lambda w: "/", lambda w, n: w.tenants(n), "admin", True),
+    # The fleet overview shows counts and per-flavor figures: more tenants change numbers, not its length.
+    "portal:home (admin)": Case(lambda w: "/", lambda w, n: w.tenants(n), "admin", True, grows=False),
+    "portal:tenant-list": Case(lambda w: "/tenants/", lambda w, n: w.tenants(n), "owner", True),
+    "scheduling:clusters": Case(lambda w: "/gpu/clusters/", lambda w, n: w.clusters(n), "admin", True),
+    "scheduling:cluster-detail": Case(lambda w: f"/gpu/clusters/{Cluster.objects.order_by('pk').first().name}/",
+                                      lambda w, n: w.placements(n), "admin", True, grows=False),
+    "scheduling:queue": Case(lambda w: "/gpu/queue/", lambda w, n: w.placements(n), "admin", True),
     "portal:tenant-detail": Case(lambda w: f"/tenants/{w.tenant.slug}/", lambda w, n: w.members(w.tenant, n),
                                  "owner", True),
     "portal:tenant-isolation": Case(lambda w: f"/tenants/{w.tenant.slug}/isolation/",
@@ -256,7 +292,9 @@ EXEMPT = {
     "scheduling:simulate": "a form; the run it starts is a task", "scheduling:simulation": "one simulation result",
     "scheduling:plan-autoscaling": "a form for one endpoint",
     "billing:index": "a redirect", "billing:invoice-download": "a file of one invoice",
-    "billing:reconciliation": "OpenCost (an external service)", "billing:exports": "a file download",
+    "billing:reconciliation": "OpenCost (an external service)",
+    "billing:invoice-finalize": "POST", "billing:invoice-void": "POST", "billing:invoice-reissue": "POST",
+    "billing:exports": "a file download",
 }
 
 

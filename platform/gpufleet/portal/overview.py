@@ -6,15 +6,23 @@ page costs the same however large the fleet is (per tenant shown, for the tenant
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Count, Sum
-from django.db.models.functions import Coalesce
+from django.db.models import Count, F, Sum, Window
+from django.db.models.functions import Coalesce, RowNumber
 
 from billing.models import UsageRecord
-from billing.month_to_date import MonthToDate, allocation_now, month_to_date
+from billing.month_to_date import (
+    Allocation,
+    MonthToDate,
+    allocation_now,
+    allocations_now,
+    month_to_date,
+    month_to_date_each,
+)
 from gpufleet.audit.models import AuditEvent
 from scheduling import actions as scheduling_actions
 from scheduling.models import Flavor, InferenceEndpoint, Quota, QuotaChangeRequest
@@ -103,23 +111,40 @@ def tenant_overviews(user: Any, *, billing_admin: bool) -> tuple[list[TenantOver
     tenants = list(Tenant.objects.for_user(user).exclude(phase__in=[Phase.DELETED, Phase.REJECTED])
                    .order_by("slug"))
     total = len(tenants)
+    shown = tenants[:TENANTS_ON_HOME]
+    ids = [t.pk for t in shown]
+    # One query per kind of figure for all the tenants shown (not per tenant): the page costs the same
+    # whatever the caller's number of tenants (tests/api/test_query_counts.py).
+    allocations = allocations_now(UsageRecord.objects.filter(tenant_id__in=ids))
+    quotas_of: dict[int, list[Quota]] = defaultdict(list)
+    for q in Quota.objects.filter(tenant_id__in=ids).select_related("flavor"):
+        quotas_of[q.tenant_id].append(q)
+    endpoints_of: dict[int, list[InferenceEndpoint]] = defaultdict(list)
+    for e in InferenceEndpoint.objects.filter(tenant_id__in=ids).select_related("tier"):
+        endpoints_of[e.tenant_id].append(e)
+    events_of: dict[str, list[AuditEvent]] = defaultdict(list)
+    recent = (AuditEvent.objects.filter(tenant_slug__in=[t.slug for t in shown])
+              .annotate(rank=Window(RowNumber(), partition_by=F("tenant_slug"), order_by=[F("created").desc(),
+                                                                                          F("id").desc()]))
+              .filter(rank__lte=RECENT_ACTIVITY).select_related("actor_user").order_by("-created", "-id"))
+    for event in recent:
+        events_of[event.tenant_slug].append(event)
+    pending_of = dict(QuotaChangeRequest.objects.filter(tenant_id__in=ids, state=QuotaChangeRequest.State.PENDING)
+                      .values_list("tenant_id").annotate(n=Count("id")).order_by())
+    # Money is for the tenant's owners and the billing team (as invoices are).
+    money_ids = [t.pk for t in shown if roles.get(t.pk, "") == Membership.Role.OWNER or billing_admin]
+    spend_of = month_to_date_each(money_ids) if money_ids else {}
     out = []
-    for tenant in tenants[:TENANTS_ON_HOME]:
-        allocation = allocation_now(UsageRecord.objects.filter(tenant=tenant))
+    for tenant in shown:
+        allocation = allocations.get(tenant.pk, Allocation(None, {}))
         quotas = [QuotaRow(q.flavor.name, q.nominal, q.borrowing_limit, allocation.units.get(q.flavor.name, Decimal(0)))
-                  for q in Quota.objects.filter(tenant=tenant).select_related("flavor")]
+                  for q in quotas_of[tenant.pk]]
         quoted = {q.flavor for q in quotas}
-        role = roles.get(tenant.pk, "")
-        # Money is for the tenant's owners and the billing team (as invoices are).
-        spend = month_to_date([tenant.pk]) if role == Membership.Role.OWNER or billing_admin else None
         out.append(TenantOverview(
-            tenant=tenant, role=role, quotas=quotas,
+            tenant=tenant, role=roles.get(tenant.pk, ""), quotas=quotas,
             unquoted_use={k: v for k, v in allocation.units.items() if k not in quoted and v},
-            allocation_hour=allocation.hour, spend=spend,
-            endpoints=list(InferenceEndpoint.objects.filter(tenant=tenant).select_related("tier")),
-            events=list(AuditEvent.objects.filter(tenant_slug=tenant.slug).select_related("actor_user")
-                        [:RECENT_ACTIVITY]),
-            pending_requests=QuotaChangeRequest.objects.filter(
-                tenant=tenant, state=QuotaChangeRequest.State.PENDING).count(),
+            allocation_hour=allocation.hour, spend=spend_of.get(tenant.pk),
+            endpoints=endpoints_of[tenant.pk], events=events_of[tenant.slug],
+            pending_requests=pending_of.get(tenant.pk, 0),
         ))
     return out, total
