@@ -21,6 +21,7 @@ Options: --days N (default 30), --keep (leave the database for inspection).
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import os
 import sys
@@ -34,7 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "platform")]
 
 TARGET_S = 30.0
-INTERVAL = 60
+INTERVAL = 30
 PHASE = 7
 TENANTS = 200
 WHOLE, MIG_GPUS, MIG_PER_GPU, HAMI_GPUS, HAMI_PER_GPU = 700, 100, 2, 25, 4
@@ -42,6 +43,11 @@ JOB_H, IDLE_H = 23, 1
 H100, A100 = "NVIDIA H100 80GB HBM3", "NVIDIA A100 80GB PCIe"
 GIB = 1024**3
 START = datetime(2025, 9, 1, tzinfo=UTC)  # September: 30 days
+
+
+def _set_interval(seconds: int) -> None:
+    global INTERVAL
+    INTERVAL = seconds
 
 
 def _database_url() -> str:
@@ -223,14 +229,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--interval", type=int, default=INTERVAL, help="scrape interval in seconds (30)")
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="keep VictoriaMetrics' storage here and reuse an earlier import of the same month")
+    parser.add_argument("--profile", type=Path, default=None, help="write a cProfile of the timed part here")
     args = parser.parse_args()
+    _set_interval(args.interval)
 
     from tests.support.victoriametrics import VictoriaMetrics
 
     url = _database_url()
     _recreate_database(url)
     with tempfile.TemporaryDirectory(prefix="gpufleet-bench-billing-") as tmp:
-        vm = VictoriaMetrics.start(Path(tmp))
+        storage = args.data_dir or Path(tmp)
+        vm = VictoriaMetrics.start(storage)
         try:
             _setup_django(url, vm.url)
             from django.db.models import Sum
@@ -241,21 +253,34 @@ def main() -> int:
 
             seed_catalog()
             end = START + timedelta(days=args.days)
-            samples, import_s = import_month(vm.url, int(START.timestamp()), int(end.timestamp()))
-            print(f"imported {samples:,} samples in {import_s:.1f} s (not timed)")
+            marker = storage / f"imported-{args.days}d-{INTERVAL}s.json"
+            if args.data_dir and marker.exists():
+                saved = json.loads(marker.read_text())
+                samples, expected = saved["samples"], {k: Decimal(v) for k, v in saved["expected"].items()}
+                print(f"reusing {samples:,} samples imported earlier into {storage}")
+            else:
+                samples, import_s = import_month(vm.url, int(START.timestamp()), int(end.timestamp()))
+                expected = generate.expected  # type: ignore[attr-defined]
+                marker.write_text(json.dumps({"samples": samples, "expected": {k: str(v) for k, v in expected.items()}}))
+                print(f"imported {samples:,} samples in {import_s:.1f} s (not timed)")
+            profiler = cProfile.Profile() if args.profile else None
 
             client = TimedClient(collect.metrics_client())
             with acting(task="benchmark"):
+                if profiler:
+                    profiler.enable()
                 began = time.perf_counter()
                 run = collect.collect(START, end, client=client)
                 collected = time.perf_counter()
                 invoices = actions.draft_all("2025-09")
                 done = time.perf_counter()
+                if profiler:
+                    profiler.disable()
+                    profiler.dump_stats(args.profile)
 
             collect_s, draft_s, total_s = collected - began, done - collected, done - began
             by_mode = {row["flavor__mode"]: row["u"] for row in UsageRecord.objects.values("flavor__mode")
                        .annotate(u=Sum("unit_seconds"))}
-            expected = generate.expected  # type: ignore[attr-defined]
             exact = all(by_mode.get(mode, Decimal(0)) == expected[mode] for mode in expected)
             share = client.seconds / total_s
             # Days are measured in a background thread while the previous day's rows are stored, so
