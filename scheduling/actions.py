@@ -34,6 +34,7 @@ from .models import (
     SlaTier,
     TenantScheduling,
 )
+from .models_clusters import Cluster, ClusterFlavor, default_cluster_id
 from .render import REFUSED_METRICS
 
 Errors = dict[str, list[str]]
@@ -159,6 +160,9 @@ def create_flavor(name: Any, *, gpu_model: Any, mode: Any, mig_profile: Any = ""
                 name=name, gpu_model=model, capacity=units, weight=weight_value, overcommit_factor=factor,
                 node_labels=node_labels or {}, tolerations=tolerations or [], taints=taints or [], **fields,
             )
+            # A new flavor is offered on `default` with its whole capacity (single-cluster behaviour); other
+            # clusters' offers are set with set_cluster_flavor, which keeps Flavor.capacity their sum.
+            ClusterFlavor.objects.create(cluster_id=default_cluster_id(), flavor=flavor, capacity=units)
             record("flavor.create", flavor, after=flavor_snapshot(flavor))
             _enqueue_all()
     except IntegrityError as exc:
@@ -185,6 +189,14 @@ def set_flavor_capacity(flavor: Flavor, *, capacity: Any = None, overcommit_fact
         flavor = Flavor.objects.select_for_update().get(pk=flavor.pk)
         before = flavor_snapshot(flavor)
         if units is not None:
+            # The fleet total: what is not on another cluster is on `default`.
+            elsewhere = (ClusterFlavor.objects.filter(flavor=flavor).exclude(cluster_id=default_cluster_id())
+                         .aggregate(n=Sum("capacity"))["n"] or 0)
+            if units < elsewhere:
+                raise ActionError({"capacity": [f"other clusters offer {elsewhere} units of '{flavor.name}'; "
+                                                "the fleet total cannot be less"]})
+            ClusterFlavor.objects.update_or_create(cluster_id=default_cluster_id(), flavor=flavor,
+                                                   defaults={"capacity": units - elsewhere})
             flavor.capacity = units
         if factor is not None:
             flavor.overcommit_factor = factor
@@ -198,6 +210,36 @@ def set_flavor_capacity(flavor: Flavor, *, capacity: Any = None, overcommit_fact
         record("flavor.update", flavor, before=before, after=flavor_snapshot(flavor))
         _enqueue_all()
     return flavor
+
+
+def set_cluster_flavor(cluster: Any, flavor: Any, *, capacity: Any) -> ClusterFlavor:
+    """Offer `flavor` on `cluster` with `capacity` units (0 keeps the offer with nothing in it); Flavor.capacity
+    follows as the fleet total."""
+    errors: Errors = {}
+    cluster_row = Cluster.objects.filter(name=cluster).first() if isinstance(cluster, str) else None
+    if cluster_row is None:
+        errors["cluster"] = [f"unknown cluster {cluster!r}"]
+    flavor_row = Flavor.objects.filter(name=flavor).first() if isinstance(flavor, str) else None
+    if flavor_row is None:
+        errors["flavor"] = [f"unknown flavor {flavor!r}"]
+    units = validation.count(capacity, "capacity", errors)
+    if errors:
+        raise ActionError(errors)
+    with transaction.atomic():
+        flavor_row = Flavor.objects.select_for_update().get(pk=flavor_row.pk)  # type: ignore[union-attr]
+        before = flavor_snapshot(flavor_row)
+        offer, _ = ClusterFlavor.objects.update_or_create(cluster=cluster_row, flavor=flavor_row,
+                                                          defaults={"capacity": units})
+        flavor_row.capacity = ClusterFlavor.objects.filter(flavor=flavor_row).aggregate(n=Sum("capacity"))["n"] or 0
+        promised = held_quota(flavor_row).aggregate(n=Sum("nominal"))["n"] or 0
+        if promised > allowed_total(flavor_row):
+            raise ActionError({"capacity": [f"tenants hold {promised} units of '{flavor_row.name}' as nominal "
+                                            f"quota; the fleet would offer {allowed_total(flavor_row)}"]})
+        flavor_row.save(update_fields=["capacity"])
+        record("flavor.update", flavor_row, before=before,
+               after={**flavor_snapshot(flavor_row), "cluster": cluster_row.name, "cluster_capacity": units})
+        _enqueue_all()
+    return offer
 
 
 def held_quota(flavor: Flavor):  # type: ignore[no-untyped-def]

@@ -23,4 +23,10 @@ class SchedulingConfig(AppConfig):
         from . import inputs_many  # batch loaders for fleet-wide passes (gitops-sync)
 
         inputs_many.register()
+        from tenants import actions as tenant_actions
+
+        from .placement_actions import place_new_tenant
+
+        if place_new_tenant not in tenant_actions.ON_REQUEST:
+            tenant_actions.ON_REQUEST.append(place_new_tenant)
         from . import demo  # noqa: F401  (registers the demo fleet's catalog seeder)

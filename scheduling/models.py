@@ -9,6 +9,17 @@ from django.db import models
 
 from . import catalog
 
+# Host clusters, per-cluster offers and tenant placements (issue 9).
+from .models_clusters import (  # noqa: F401
+    DEFAULT_CLUSTER,
+    DEFAULT_CLUSTER_ID,
+    Cluster,
+    ClusterFlavor,
+    Placement,
+    PlacementChangeRequest,
+    default_cluster_id,
+)
+
 
 class CatalogQuerySet(models.QuerySet):
     """The catalog (GPU models, flavors, node pools, cohorts) is public to every signed-in user: they need
@@ -85,6 +96,13 @@ class GpuNodePool(models.Model):
 
     name = models.CharField(max_length=63, unique=True)
     flavor = models.ForeignKey(Flavor, on_delete=models.PROTECT, related_name="node_pools")
+    # The host cluster whose Karpenter runs this pool.
+    cluster = models.ForeignKey(
+        "scheduling.Cluster", on_delete=models.PROTECT, related_name="node_pools", default=default_cluster_id,
+        db_default=DEFAULT_CLUSTER_ID,
+    )
+    # Tenant trust levels whose pods may land on this pool's nodes; empty = every level the cluster allows.
+    trust_levels = models.JSONField(default=list, blank=True, db_default=[])
     instance_types = models.JSONField(default=list, blank=True)
     capacity_types = models.JSONField(default=list, blank=True)
     # Whole GPUs the pool may grow to (NodePool spec.limits["nvidia.com/gpu"]).
@@ -180,6 +198,10 @@ class Quota(models.Model):
 
     tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="quotas")
     flavor = models.ForeignKey(Flavor, on_delete=models.PROTECT, related_name="quotas")
+    cluster = models.ForeignKey(
+        "scheduling.Cluster", on_delete=models.PROTECT, related_name="quotas", default=default_cluster_id,
+        db_default=DEFAULT_CLUSTER_ID,
+    )
     nominal = models.PositiveIntegerField()
     borrowing_limit = models.PositiveIntegerField(null=True, blank=True)
     lending_limit = models.PositiveIntegerField(null=True, blank=True)
@@ -188,8 +210,10 @@ class Quota(models.Model):
     objects = ScopedQuerySet.as_manager()
 
     class Meta:
-        ordering = ["tenant__slug", "flavor__name"]
-        constraints = [models.UniqueConstraint(fields=["tenant", "flavor"], name="quota_unique_tenant_flavor")]
+        ordering = ["tenant__slug", "flavor__name", "cluster__name"]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "flavor", "cluster"], name="quota_unique_tenant_flavor_cluster")
+        ]
 
     def __str__(self) -> str:
         return f"{self.tenant_id}/{self.flavor_id}: {self.nominal}"
@@ -213,6 +237,10 @@ class QuotaChangeRequest(models.Model):
 
     tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="quota_requests")
     flavor = models.ForeignKey(Flavor, on_delete=models.PROTECT, related_name="+")
+    cluster = models.ForeignKey(
+        "scheduling.Cluster", on_delete=models.PROTECT, related_name="+", default=default_cluster_id,
+        db_default=DEFAULT_CLUSTER_ID,
+    )
     nominal = models.PositiveIntegerField()
     borrowing_limit = models.PositiveIntegerField(null=True, blank=True)
     lending_limit = models.PositiveIntegerField(null=True, blank=True)
