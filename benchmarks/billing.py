@@ -261,7 +261,8 @@ def main() -> int:
             else:
                 samples, import_s = import_month(vm.url, int(START.timestamp()), int(end.timestamp()))
                 expected = generate.expected  # type: ignore[attr-defined]
-                marker.write_text(json.dumps({"samples": samples, "expected": {k: str(v) for k, v in expected.items()}}))
+                marker.write_text(json.dumps({"samples": samples,
+                                              "expected": {k: str(v) for k, v in expected.items()}}))
                 print(f"imported {samples:,} samples in {import_s:.1f} s (not timed)")
             profiler = cProfile.Profile() if args.profile else None
 
