@@ -10,6 +10,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from datetime import UTC, date, datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from typing import Any
@@ -19,8 +20,8 @@ from django.db.models import Q
 from django.db.models.functions import TruncDay
 
 from gpufleet import clock
-from gpufleet.audit.record import record
-from scheduling.models import Cluster, Flavor, Placement, default_cluster_id
+from gpufleet.audit.record import record, record_many
+from scheduling.models import DEFAULT_CLUSTER, Cluster, Flavor, Placement, default_cluster_id
 from tenants.errors import ActionError, Conflict
 from tenants.models import Tenant
 
@@ -78,15 +79,15 @@ class _Owners:
     flavors: dict[str, int]
     clusters: dict[str, int]
     cluster_names: dict[int, str]
-    default_cluster: int
+    default_cluster: int | None  # None when an installation has no cluster `default` (any more)
     placed: set[tuple[int, int]]
+    locked: dict[Any, set[int]] = dataclass_field(default_factory=dict)  # ids locked FOR KEY SHARE, by model
 
     @classmethod
     def load(cls) -> _Owners:
-        default = default_cluster_id()
         clusters = dict(Cluster.objects.values_list("name", "id"))
         return cls(dict(Tenant.objects.values_list("slug", "id")), dict(Flavor.objects.values_list("name", "id")),
-                   clusters, {pk: name for name, pk in clusters.items()}, default,
+                   clusters, {pk: name for name, pk in clusters.items()}, clusters.get(DEFAULT_CLUSTER),
                    set(Placement.objects.values_list("tenant_id", "cluster_id")))
 
 
@@ -117,6 +118,7 @@ def store_usage_batches(start: datetime, end: datetime,
             if not seen.isdisjoint(rows):
                 raise ActionError({"samples": ["two batches measured the same tenant, flavor, cluster and hour"]})
             seen.update(rows)
+            _lock_owners(rows, owners)
             total += _insert_usage(rows, now, start, end)
             records += len(rows)
         run = UsageCollection.objects.create(
@@ -149,7 +151,7 @@ def _usage_values(samples: Iterable[Any], unmatched: Iterable[str], start: datet
             skipped["flavors"].add(s.flavor)
             continue
         if cluster_id is None:
-            skipped["clusters"].add(s.cluster)
+            skipped["clusters"].add(s.cluster or DEFAULT_CLUSTER)
             continue
         if (tenant_id, cluster_id) not in placed:
             skipped["unplaced"].add(f"{s.tenant_slug} on {s.cluster or owners.cluster_names[cluster_id]}")
@@ -166,6 +168,31 @@ def _usage_values(samples: Iterable[Any], unmatched: Iterable[str], start: datet
             row[0] += unit
             row[1] += gpu
     return rows
+
+
+def _lock_owners(rows: Iterable[tuple[int, int, int, datetime]], owners: _Owners) -> None:
+    """Lock the tenants, flavors and clusters the rows refer to as a foreign-key check would (FOR KEY
+    SHARE: they cannot be deleted until this transaction ends), once each, and refuse rows whose
+    referenced row vanished since `_Owners.load` (the usage table has no per-row FK triggers)."""
+    if connection.vendor != "postgresql":
+        return  # SQLite (demo, CLI default) serialises writers: nothing can vanish meanwhile
+    wanted: dict[Any, set[int]] = {Tenant: set(), Flavor: set(), Cluster: set()}
+    for t, f, c, _ in rows:
+        wanted[Tenant].add(t)
+        wanted[Flavor].add(f)
+        wanted[Cluster].add(c)
+    with connection.cursor() as cursor:
+        for model, ids in wanted.items():
+            ids -= owners.locked.setdefault(model, set())
+            if not ids:
+                continue
+            table = model._meta.db_table  # a model's table, never input
+            cursor.execute(f"SELECT id FROM {table} WHERE id = ANY(%s) FOR KEY SHARE", [sorted(ids)])  # noqa: S608
+            found = {pk for (pk,) in cursor.fetchall()}
+            if found != ids:
+                raise Conflict(f"{model._meta.verbose_name} {sorted(ids - found)} was deleted while usage was "
+                               "being stored; collect again")
+            owners.locked[model] |= ids
 
 
 USAGE_COLUMNS = ("tenant_id", "flavor_id", "cluster_id", "hour", "unit_seconds", "gpu_equivalent_seconds",
@@ -475,7 +502,15 @@ def _load_batch(tenant_ids: list[int], period: date, currency: str) -> _Batch:
                   _usage_rows(tenant_ids, start, end), live, voided, history, fleet)
 
 
-def _draft_one(tenant: Tenant, batch: _Batch, opencost: OpenCostFigures | None) -> Invoice | None:
+@dataclass
+class _Drafted:
+    invoice: Invoice
+    lines: list[invoicing.Line]
+    before: dict[str, Any] | None  # the live draft's snapshot, None for a new invoice
+
+
+def _draft_one(tenant: Tenant, batch: _Batch, opencost: OpenCostFigures | None) -> Invoice | _Drafted | None:
+    """The finalized invoice unchanged, the computed draft (written by `_write_drafts`), or None."""
     live = batch.live.get(tenant.pk)
     if live is not None and live.state == Invoice.State.FINALIZED:
         return live
@@ -503,11 +538,22 @@ def _draft_one(tenant: Tenant, batch: _Batch, opencost: OpenCostFigures | None) 
     if opencost is not None:
         invoice.opencost_cost, invoice.opencost_gpu_hours = opencost.cost, opencost.gpu_hours
     invoice.drafted_at = clock.now()
-    invoice.save()
-    if live is not None:
-        InvoiceLine.objects.filter(invoice=invoice)._raw_delete(InvoiceLine.objects.db)  # nothing refers to lines
+    return _Drafted(invoice, draft.lines, before)
+
+
+def _write_drafts(drafted: list[_Drafted]) -> None:
+    """New invoices, all lines and all audit events each in one statement (batched): drafting a month
+    for every tenant is a few round trips, not a few per tenant. Redrafted invoices are saved one by one
+    (their model guard re-checks the state) and lose their old lines first."""
+    Invoice.objects.bulk_create([d.invoice for d in drafted if d.before is None], batch_size=500)
+    for d in drafted:
+        if d.before is not None:
+            d.invoice.save()
+    redrafted = [d.invoice.pk for d in drafted if d.before is not None]
+    if redrafted:  # nothing refers to lines
+        InvoiceLine.objects.filter(invoice_id__in=redrafted)._raw_delete(InvoiceLine.objects.db)
     InvoiceLine.objects.bulk_create([
-        InvoiceLine(invoice=invoice, position=i, kind=line.kind, flavor_id=line.flavor_id,
+        InvoiceLine(invoice=d.invoice, position=i, kind=line.kind, flavor_id=line.flavor_id,
                     flavor_name=line.flavor_name, cluster_id=line.place.cluster_id,
                     cluster_name=line.place.cluster_name, region=line.place.region,
                     region_name=line.place.region_name, availability_zone=line.place.availability_zone,
@@ -517,10 +563,11 @@ def _draft_one(tenant: Tenant, batch: _Batch, opencost: OpenCostFigures | None) 
                     gpu_equivalent_seconds=line.gpu_equivalent_seconds, price_id=line.price_id,
                     billed_unit_seconds=line.billed_unit_seconds,
                     measured_unit_seconds=line.measured_unit_seconds, adjusts_id=line.adjusts_id)
-        for i, line in enumerate(draft.lines, start=1)
-    ])
-    record("billing.invoice.draft", invoice, before=before, after=_snapshot(invoice), tenant_slug=tenant.slug)
-    return invoice
+        for d in drafted for i, line in enumerate(d.lines, start=1)
+    ], batch_size=1000)
+    record_many(("billing.invoice.draft", d.invoice,
+                 {"before": d.before, "after": _snapshot(d.invoice), "tenant_slug": d.invoice.tenant.slug})
+                for d in drafted)
 
 
 def draft_invoice(tenant: Tenant, period: Any, currency: str | None = None,
@@ -552,12 +599,13 @@ def draft_all(period: Any, currency: str | None = None, tenants: Iterable[Tenant
         # Row locks in a fixed order: concurrent drafts of overlapping tenant sets cannot deadlock.
         locked = list(Tenant.objects.select_for_update().filter(pk__in=ids).order_by("pk"))
         batch = _load_batch([t.pk for t in locked], period, currency)
-        out = []
+        out: list[Invoice | _Drafted] = []
         for tenant in sorted(locked, key=lambda t: t.slug):
-            invoice = _draft_one(tenant, batch, (opencost or {}).get(tenant.slug))
-            if invoice is not None:
-                out.append(invoice)
-    return out
+            result = _draft_one(tenant, batch, (opencost or {}).get(tenant.slug))
+            if result is not None:
+                out.append(result)
+        _write_drafts([d for d in out if isinstance(d, _Drafted)])
+    return [d.invoice if isinstance(d, _Drafted) else d for d in out]
 
 
 def _snapshot(invoice: Invoice) -> dict[str, Any]:

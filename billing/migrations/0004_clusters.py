@@ -1,7 +1,8 @@
 """Billing across host clusters (issue 9): usage per tenant x flavor x cluster x hour (existing rows are the
 `default` cluster's, through the column's database default -- no row is rewritten), prices per cluster
 (null = every cluster) and the cluster and region of an invoice line (null/blank on lines drafted before;
-adding columns fires no trigger, so finalized invoices stay untouched)."""
+adding columns fires no trigger, so finalized invoices stay untouched). The usage table's references lose
+their per-row FK triggers: its writer locks the referenced rows once per batch (see UsageRecord)."""
 
 import django.db.models.deletion
 import scheduling.models_clusters
@@ -66,7 +67,17 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='usagerecord',
             name='cluster',
-            field=models.ForeignKey(db_default=1, db_index=False, default=scheduling.models_clusters.default_cluster_id, on_delete=django.db.models.deletion.PROTECT, related_name='usage_records', to='scheduling.cluster'),
+            field=models.ForeignKey(db_constraint=False, db_default=1, db_index=False, default=scheduling.models_clusters.default_cluster_id, on_delete=django.db.models.deletion.PROTECT, related_name='usage_records', to='scheduling.cluster'),
+        ),
+        migrations.AlterField(
+            model_name='usagerecord',
+            name='flavor',
+            field=models.ForeignKey(db_constraint=False, db_index=False, on_delete=django.db.models.deletion.PROTECT, related_name='usage_records', to='scheduling.flavor'),
+        ),
+        migrations.AlterField(
+            model_name='usagerecord',
+            name='tenant',
+            field=models.ForeignKey(db_constraint=False, db_index=False, on_delete=django.db.models.deletion.PROTECT, related_name='usage_records', to='tenants.tenant'),
         ),
         migrations.AddConstraint(
             model_name='price',
