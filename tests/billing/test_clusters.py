@@ -21,7 +21,7 @@ from decimal import Decimal
 import pytest
 from django.core.management import call_command
 
-from billing import actions, collect, exports
+from billing import actions, collect, exports, invoicing
 from billing.models import Invoice, UsageRecord
 from scheduling.models import Cluster, Flavor, GpuModel, Placement
 from tenants.errors import ActionError
@@ -189,10 +189,12 @@ def test_exports_carry_cluster_region_and_zone(billed):
         ("inference", "us-east-1", "us-east-1a")]
     document = json.loads(exports.to_json([invoice]))[0]
     assert [(ln["cluster"], ln["region_name"]) for ln in document["lines"]] == [
-        ("inference", "US East (N. Virginia)"), ("training", "Europe (Ireland)"), ("inference", "US East (N. Virginia)")]
-    # the hash covers the cluster: the finalized invoice verifies
-    _, content = actions.invoice_content(invoice)
+        ("inference", "US East (N. Virginia)"), ("training", "Europe (Ireland)"),
+        ("inference", "US East (N. Virginia)")]
+    # the content hash covers the cluster, and the finalized invoice still verifies
+    header, content = actions.invoice_content(invoice)
     assert content[0]["cluster"] == "inference"
+    assert invoicing.content_hash(header, content) == invoice.content_hash
 
 
 def test_region_snapshot_survives_a_cluster_moving(billed):
