@@ -263,10 +263,12 @@ class InvoiceLine(models.Model):
     # Where the usage ran, and a snapshot of its region as billed (a cluster may move or be renamed later).
     # Null on lines drafted before clusters existed and on fleet-wide lines (the idle share).
     cluster = models.ForeignKey(Cluster, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
-    cluster_name = models.CharField(max_length=63, blank=True)
-    region = models.CharField(max_length=63, blank=True, help_text="FOCUS RegionId")
-    region_name = models.CharField(max_length=200, blank=True, help_text="FOCUS RegionName")
-    availability_zone = models.CharField(max_length=63, blank=True,
+    # db_default: the previous release's code inserts lines without these columns during an upgrade.
+    cluster_name = models.CharField(max_length=63, blank=True, default="", db_default="")
+    region = models.CharField(max_length=63, blank=True, default="", db_default="", help_text="FOCUS RegionId")
+    region_name = models.CharField(max_length=200, blank=True, default="", db_default="",
+                                   help_text="FOCUS RegionName")
+    availability_zone = models.CharField(max_length=63, blank=True, default="", db_default="",
                                          help_text="FOCUS AvailabilityZone, when the cluster has exactly one")
     description = models.CharField(max_length=300)
     charge_start = models.DateTimeField()

@@ -37,7 +37,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='invoiceline',
             name='availability_zone',
-            field=models.CharField(blank=True, help_text='FOCUS AvailabilityZone, when the cluster has exactly one', max_length=63),
+            field=models.CharField(blank=True, db_default='', default='', help_text='FOCUS AvailabilityZone, when the cluster has exactly one', max_length=63),
         ),
         migrations.AddField(
             model_name='invoiceline',
@@ -47,17 +47,17 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='invoiceline',
             name='cluster_name',
-            field=models.CharField(blank=True, max_length=63),
+            field=models.CharField(blank=True, db_default='', default='', max_length=63),
         ),
         migrations.AddField(
             model_name='invoiceline',
             name='region',
-            field=models.CharField(blank=True, help_text='FOCUS RegionId', max_length=63),
+            field=models.CharField(blank=True, db_default='', default='', help_text='FOCUS RegionId', max_length=63),
         ),
         migrations.AddField(
             model_name='invoiceline',
             name='region_name',
-            field=models.CharField(blank=True, help_text='FOCUS RegionName', max_length=200),
+            field=models.CharField(blank=True, db_default='', default='', help_text='FOCUS RegionName', max_length=200),
         ),
         migrations.AddField(
             model_name='price',
