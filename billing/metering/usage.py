@@ -248,6 +248,7 @@ def measure_report(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: d
     totals: dict[tuple[datetime, str, str, str], list[Decimal]] = defaultdict(lambda: [Decimal(0), Decimal(0)])
     unmatched: dict[tuple[datetime, str, str, str, str, str], Decimal] = defaultdict(Decimal)
     count = 0
+    hours: dict[Decimal, datetime] = {}
     for lower, upper in _chunks(start, end, chunk_hours):
         # Range query evaluated at each hour END in (lower, upper]; each point covers the hour before it.
         first_end, last_end = lower + HOUR, upper
@@ -269,7 +270,9 @@ def measure_report(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: d
                     flavor = index.hami(model)
                     mode = HAMI
                 for sample in series.samples:
-                    hour = _hour_start(sample.timestamp)
+                    hour = hours.get(sample.timestamp)
+                    if hour is None:  # a few dozen distinct hour ends per query
+                        hour = hours[sample.timestamp] = _hour_start(sample.timestamp)
                     if not (start <= hour < end) or not sample.value.is_finite() or sample.value == 0:
                         continue
                     seconds = (sample.value * s).quantize(SECONDS_QUANTUM)
