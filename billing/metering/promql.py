@@ -44,6 +44,11 @@ Label schemes. dcgm-exporter emits `namespace`/`pod`/`container`/`UUID`, or with
 `pod_namespace`/`pod_name`/`container_name`/`uuid`; both are selected (`pod!=""`, so absent and empty
 pod labels, i.e. unattributed devices, never match) and the old names are relabelled to the new ones.
 
+Clusters. Several host clusters in one TSDB are told apart by an external label (`cluster_label`, e.g.
+`cluster`): every selector is narrowed to the clusters asked for and the label joins every identity,
+`by (...)` and `on (...)` above, so replicas are merged, HAMi devices excluded and shares joined within a
+cluster only (a UUID, pod or namespace is unique only there), and the hourly totals come back per cluster.
+
 HAMi. A container's share of a GPU at slot k is the last allocation seen in the last N + 1 slots (the
 occupied slot itself, or the sample before a bridged gap) divided by the device's memory limit, and/or
 the core percentage / 100; `max` of the two by default. GPUs that HAMi manages (seen in
