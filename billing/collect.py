@@ -1,19 +1,20 @@
 """Usage collection: measure a window in the TSDB (billing.metering), store it (billing.actions).
 
-The measurement is metering's pure `measure_report`; this module only wires the catalog and the
-settings to it and hands the result to `actions.store_usage`, which replaces the window's rows.
+The measurement is metering's pure `measure_report`; this module only wires the catalog, the host
+clusters' metrics sources and the settings to it and hands the result to `actions.store_usage_batches`,
+which replaces the window's rows.
 """
 
 from __future__ import annotations
 
-import queue
-import threading
-from collections.abc import Iterator
+from collections import defaultdict, deque
+from collections.abc import Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 from gpufleet import clock
 from infra.metrics import MetricsClient
-from scheduling.models import Flavor
+from scheduling.models import Cluster, Flavor, default_cluster_id
 from tenants.errors import ActionError
 
 from . import actions, conf
@@ -45,53 +46,66 @@ def metrics_client() -> MetricsClient:
     return MetricsClient(conf.text("GPUFLEET_METRICS_URL"))
 
 
-def collect(start: datetime, end: datetime, client: metering.RangeQuerier | None = None) -> UsageCollection:
-    """Measure [start, end) and replace the stored usage of that window.
+def cluster_sources() -> list[tuple[str, list[metering.ClusterSource]]]:
+    """(metrics URL, the clusters measured from it): a cluster's own `metrics_url`, else the platform's
+    GPUFLEET_METRICS_URL ("" when unset); clusters sharing a source are told apart by `metrics_label`."""
+    shared = conf.text("GPUFLEET_METRICS_URL")
+    if not Cluster.objects.exists():
+        default_cluster_id()  # a flushed database: usage without a cluster is the default cluster's
+    groups: dict[str, list[metering.ClusterSource]] = defaultdict(list)
+    for name, url, label in Cluster.objects.order_by("name").values_list("name", "metrics_url", "metrics_label"):
+        groups[url or shared].append(metering.ClusterSource(name, label))
+    return sorted(groups.items())
 
-    Windows longer than a day are measured a day at a time in a background thread while the main
-    thread writes the previous day's rows (the TSDB and PostgreSQL work at the same time); the
-    write is still one transaction over the whole window (`actions.store_usage_batches`)."""
-    client = client or metrics_client()
+
+def collect(start: datetime, end: datetime, client: metering.RangeQuerier | None = None,
+            clients: Mapping[str, metering.RangeQuerier] | None = None) -> UsageCollection:
+    """Measure [start, end) on every cluster and replace the stored usage of that window.
+
+    `client` queries the platform's shared metrics source, `clients` (by URL) the clusters with a
+    source of their own (default: a MetricsClient per URL). The window is measured a day and a source
+    at a time, up to GPUFLEET_METERING_CONCURRENCY queries in flight, while the main thread writes the
+    rows already measured (the TSDB and PostgreSQL work at the same time); the write is still one
+    transaction over the whole window (`actions.store_usage_batches`)."""
     specs, opts = flavor_specs(), options()
-    days = list(_days(start, end))
-    results: queue.Queue[object] = queue.Queue(maxsize=2)
-    stop = threading.Event()
+    shared = conf.text("GPUFLEET_METRICS_URL")
+    tasks = []
+    for url, clusters in cluster_sources():
+        querier = (clients or {}).get(url) or (client if url == shared and client is not None else None)
+        if querier is None:
+            querier = MetricsClient(url) if url else metrics_client()
+        tasks += [(querier, clusters, lower, upper) for lower, upper in _days(start, end)]
+    in_flight = max(1, int(conf.text("GPUFLEET_METERING_CONCURRENCY")))
 
-    def measure() -> None:
-        for lower, upper in days:
-            if stop.is_set():
-                return
+    def measure(querier: metering.RangeQuerier, clusters: list[metering.ClusterSource], lower: datetime,
+                upper: datetime) -> metering.Report:
+        return metering.measure_report(querier, specs, lower, upper, clusters=clusters,  # type: ignore[arg-type]
+                                       cluster_label=conf.text("GPUFLEET_METRICS_CLUSTER_LABEL"), **opts)
+
+    def batches(pool: ThreadPoolExecutor) -> Iterator[tuple[list[metering.UsageSample], list[str]]]:
+        pending: deque[Future[metering.Report]] = deque()
+        queue = iter(tasks)
+        for task in queue:  # keep `in_flight` measurements running ahead of the writer
+            pending.append(pool.submit(measure, *task))
+            if len(pending) >= in_flight:
+                break
+        while pending:
             try:
-                item: object = metering.measure_report(client, specs, lower, upper, **opts)  # type: ignore[arg-type]
-            except BaseException as exc:  # handed to the writer, which raises it
-                item = exc
-            while not stop.is_set():
-                try:
-                    results.put(item, timeout=0.5)
-                    break
-                except queue.Full:
-                    continue
-            if isinstance(item, BaseException):
-                return
+                report = pending.popleft().result()
+            except metering.MeteringInputError as exc:
+                raise ActionError({exc.field: [exc.reason]}) from exc
+            task = next(queue, None)
+            if task is not None:
+                pending.append(pool.submit(measure, *task))
+            yield report.samples, sorted({
+                f"{u.tenant_slug}: {u.mode} {u.model_name} {u.mig_profile}".strip()
+                + (f" on {u.cluster}" if u.cluster else "") for u in report.unmatched})
 
-    def batches() -> Iterator[tuple[list[metering.UsageSample], list[str]]]:
-        for _ in days:
-            item = results.get()
-            if isinstance(item, metering.MeteringInputError):
-                raise ActionError({item.field: [item.reason]}) from item
-            if isinstance(item, BaseException):
-                raise item
-            report = item  # type: ignore[assignment]
-            yield report.samples, sorted({f"{u.tenant_slug}: {u.mode} {u.model_name} {u.mig_profile}".strip()
-                                          for u in report.unmatched})
-
-    worker = threading.Thread(target=measure, name="billing-measure", daemon=True)
-    worker.start()
+    pool = ThreadPoolExecutor(max_workers=in_flight, thread_name_prefix="billing-measure")
     try:
-        return actions.store_usage_batches(start, end, batches())
+        return actions.store_usage_batches(start, end, batches(pool))
     finally:
-        stop.set()
-        worker.join(timeout=30)
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _days(start: datetime, end: datetime) -> Iterator[tuple[datetime, datetime]]:

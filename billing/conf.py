@@ -29,6 +29,10 @@ DEFAULTS: dict[str, str] = {
     "GPUFLEET_MAX_GAP_SCRAPES": "3",
     "GPUFLEET_HAMI_SHARE_RULE": "max",
     "GPUFLEET_USAGE_METRIC": "DCGM_FI_DEV_FB_USED",
+    # Several clusters in one TSDB: the external label that names the cluster (Cluster.metrics_label is its value).
+    "GPUFLEET_METRICS_CLUSTER_LABEL": "cluster",
+    # Range queries (one per day, metrics source and kind) in flight while the rows measured so far are written.
+    "GPUFLEET_METERING_CONCURRENCY": "2",
     # The hourly task re-collects this many settled hours each run (replacing, so overlap is harmless).
     "GPUFLEET_COLLECT_LOOKBACK_HOURS": "3",
     # FOCUS ProviderName / InvoiceIssuerName / PublisherName.

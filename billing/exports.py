@@ -21,7 +21,8 @@ from .periods import period_bounds
 FORMATS = ("csv", "json", "focus")
 
 CSV_COLUMNS = [
-    "invoice_number", "tenant", "period", "currency", "position", "kind", "flavor", "description",
+    "invoice_number", "tenant", "period", "currency", "position", "kind", "flavor", "cluster", "region",
+    "region_name", "availability_zone", "description",
     "charge_start", "charge_end", "quantity_unit_hours", "unit_price", "amount", "unit_seconds",
     "gpu_equivalent_seconds", "billed_unit_seconds", "measured_unit_seconds", "adjusts_invoice",
     "invoice_total", "content_hash",
@@ -36,12 +37,13 @@ FOCUS_MANDATORY = [
     "PricingQuantity", "PricingUnit", "ProviderName", "PublisherName", "ServiceCategory", "ServiceName",
 ]
 FOCUS_OPTIONAL = [
-    "BillingAccountType", "ChargeFrequency", "ConsumedQuantity", "ConsumedUnit", "ContractedUnitPrice",
+    "AvailabilityZone", "BillingAccountType", "ChargeFrequency", "ConsumedQuantity", "ConsumedUnit",
+    "ContractedUnitPrice",
     "InvoiceId", "ListUnitPrice", "PricingCategory", "PricingCurrency", "RegionId", "RegionName",
     "ResourceId", "ResourceName", "ResourceType", "ServiceSubcategory", "SkuId", "SkuPriceId",
     "SubAccountId", "SubAccountName", "SubAccountType", "Tags",
 ]
-FOCUS_CUSTOM = ["x_GpuEquivalentSeconds", "x_MeasuredUnitSeconds", "x_AdjustsInvoiceId"]
+FOCUS_CUSTOM = ["x_Cluster", "x_GpuEquivalentSeconds", "x_MeasuredUnitSeconds", "x_AdjustsInvoiceId"]
 FOCUS_COLUMNS = FOCUS_MANDATORY + FOCUS_OPTIONAL + FOCUS_CUSTOM
 
 # Re-measured usage of a finalized period stays a Usage charge; ChargeClass=Correction marks it.
@@ -80,7 +82,8 @@ def to_csv(invoices: Iterable[Invoice]) -> str:
     for inv, ln in _lines(invoices):
         writer.writerow([_text(v) for v in (
             inv.number, inv.tenant.slug, inv.period_label, inv.currency, ln.position, ln.kind, ln.flavor_name,
-            ln.description, _iso(ln.charge_start), _iso(ln.charge_end), ln.quantity, ln.unit_price, ln.amount,
+            ln.cluster_name, ln.region, ln.region_name, ln.availability_zone, ln.description,
+            _iso(ln.charge_start), _iso(ln.charge_end), ln.quantity, ln.unit_price, ln.amount,
             ln.unit_seconds, ln.gpu_equivalent_seconds, ln.billed_unit_seconds, ln.measured_unit_seconds,
             ln.adjusts.number if ln.adjusts_id else None, inv.total, inv.content_hash,
         )])
@@ -96,7 +99,9 @@ def invoice_json(inv: Invoice) -> dict[str, Any]:
         "opencost": {"cost": _text(inv.opencost_cost) or None, "gpu_hours": _text(inv.opencost_gpu_hours) or None},
         "replaces": inv.replaces.number if inv.replaces_id else None,  # type: ignore[union-attr]
         "lines": [
-            {"position": ln.position, "kind": ln.kind, "flavor": ln.flavor_name, "description": ln.description,
+            {"position": ln.position, "kind": ln.kind, "flavor": ln.flavor_name,
+             "cluster": ln.cluster_name or None, "region": ln.region or None, "region_name": ln.region_name or None,
+             "availability_zone": ln.availability_zone or None, "description": ln.description,
              "charge_start": _iso(ln.charge_start), "charge_end": _iso(ln.charge_end),
              "quantity_unit_hours": _text(ln.quantity), "unit_price": _text(ln.unit_price),
              "amount": _text(ln.amount), "unit_seconds": _text(ln.unit_seconds),
@@ -138,16 +143,19 @@ def focus_rows(invoices: Iterable[Invoice]) -> list[dict[str, str]]:
             "ListUnitPrice": _text(ln.unit_price), "ContractedUnitPrice": _text(ln.unit_price),
             "InvoiceId": inv.number or "", "InvoiceIssuerName": provider, "ProviderName": provider,
             "PublisherName": provider,
-            "RegionId": "", "RegionName": "",
-            "ResourceId": f"{inv.tenant.namespace}/{ln.flavor_name or 'idle'}",
+            # Where the usage ran: the cluster's region (and its zone when it has exactly one).
+            "RegionId": ln.region, "RegionName": ln.region_name, "AvailabilityZone": ln.availability_zone,
+            "ResourceId": "/".join(filter(None, (ln.cluster_name, inv.tenant.namespace, ln.flavor_name or "idle"))),
             "ResourceName": ln.flavor_name or "fleet idle share", "ResourceType": "GPU",
             "ServiceCategory": "Compute", "ServiceName": "GPU Compute",
             "ServiceSubcategory": "Containers",
             "SkuId": ln.flavor_name or "idle", "SkuPriceId": str(ln.price_id or ""),
             "SubAccountId": inv.tenant.namespace, "SubAccountName": inv.tenant.display_name,
             "SubAccountType": "Namespace",
-            "Tags": json.dumps({"gpufleet.io/tenant": inv.tenant.slug, "gpufleet.io/line-kind": ln.kind},
+            "Tags": json.dumps({"gpufleet.io/tenant": inv.tenant.slug, "gpufleet.io/line-kind": ln.kind,
+                                **({"gpufleet.io/cluster": ln.cluster_name} if ln.cluster_name else {})},
                                sort_keys=True),
+            "x_Cluster": ln.cluster_name,
             "x_GpuEquivalentSeconds": _text(ln.gpu_equivalent_seconds),
             "x_MeasuredUnitSeconds": _text(ln.unit_seconds),
             "x_AdjustsInvoiceId": ln.adjusts.number if ln.adjusts_id else "",

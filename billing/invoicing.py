@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import ROUND_HALF_EVEN, Decimal
@@ -33,12 +33,27 @@ def unit_hours(seconds: Decimal) -> Decimal:
 
 
 @dataclass(frozen=True)
+class Place:
+    """Where usage ran, as an invoice line snapshots it (FOCUS RegionId, RegionName, AvailabilityZone)."""
+
+    cluster_id: int | None = None
+    cluster_name: str = ""
+    region: str = ""
+    region_name: str = ""
+    availability_zone: str = ""  # only when the cluster has exactly one zone: usage is not tracked per zone
+
+
+NOWHERE = Place()
+
+
+@dataclass(frozen=True)
 class UsageRow:
     flavor_id: int
     flavor_name: str
     hour: datetime
     unit_seconds: Decimal
     gpu_equivalent_seconds: Decimal
+    cluster_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -48,9 +63,31 @@ class PriceRow:
     per_unit_hour: Decimal
     effective_from: date
     effective_to: date | None
+    cluster_id: int | None = None  # None: every cluster
 
     def covers(self, day: date) -> bool:
         return self.effective_from <= day and (self.effective_to is None or day < self.effective_to)
+
+
+class PriceBook:
+    """Prices by flavor and cluster: a price for the usage's own cluster wins over the every-cluster one."""
+
+    def __init__(self, prices: Iterable[PriceRow]) -> None:
+        self.by_id: dict[int, PriceRow] = {}
+        self._by_key: dict[tuple[int, int | None], list[PriceRow]] = defaultdict(list)
+        for price in prices:
+            self.by_id[price.id] = price
+            self._by_key[(price.flavor_id, price.cluster_id)].append(price)
+
+    def find(self, flavor_id: int, cluster_id: int | None, day: date) -> PriceRow | None:
+        if cluster_id is not None:
+            for price in self._by_key.get((flavor_id, cluster_id), ()):
+                if price.covers(day):
+                    return price
+        for price in self._by_key.get((flavor_id, None), ()):
+            if price.covers(day):
+                return price
+        return None
 
 
 @dataclass(frozen=True)
@@ -68,6 +105,7 @@ class BilledFlavor:
     billed_gpu_equivalent_seconds: Decimal
     unit_price: Decimal
     price_id: int | None
+    place: Place = NOWHERE  # the cluster the usage ran on
 
 
 @dataclass
@@ -87,6 +125,7 @@ class Line:
     billed_unit_seconds: Decimal | None = None
     measured_unit_seconds: Decimal | None = None
     adjusts_id: int | None = None
+    place: Place = NOWHERE
 
 
 @dataclass
@@ -109,37 +148,47 @@ def month_bounds(period: date, tz: Any) -> tuple[datetime, datetime]:
     return start, end
 
 
-def usage_lines(rows: Iterable[UsageRow], prices: Sequence[PriceRow], period_start: datetime,
-                period_end: datetime, currency: str) -> Draft:
-    """One line per flavor and applicable price (two when a price changed within the month)."""
+def usage_lines(rows: Iterable[UsageRow], prices: Sequence[PriceRow] | PriceBook, period_start: datetime,
+                period_end: datetime, currency: str, places: Mapping[int, Place] | None = None) -> Draft:
+    """One line per flavor, cluster and applicable price (two when a price changed within the month).
+    Descriptions name the cluster when the usage ran on more than one."""
     draft = Draft()
-    groups: dict[tuple[int, int], list[UsageRow]] = defaultdict(list)
+    book = prices if isinstance(prices, PriceBook) else PriceBook(prices)
+    groups: dict[tuple[int, int | None, int], list[UsageRow]] = defaultdict(list)
     names: dict[int, str] = {}
     for row in rows:
         names[row.flavor_id] = row.flavor_name
-        price = next((p for p in prices if p.flavor_id == row.flavor_id and p.covers(row.hour.date())), None)
+        price = book.find(row.flavor_id, row.cluster_id, row.hour.date())
         if price is None:
             if row.unit_seconds > 0:
                 draft.missing_prices.append(f"{row.flavor_name} on {row.hour.date().isoformat()}")
             continue
-        groups[(row.flavor_id, price.id)].append(row)
-    by_id = {p.id: p for p in prices}
-    for (flavor_id, price_id), members in sorted(groups.items(), key=lambda kv: (names[kv[0][0]], kv[0][1])):
-        price = by_id[price_id]
+        groups[(row.flavor_id, row.cluster_id, price.id)].append(row)
+    places = places or {}
+    several = len({cluster for _, cluster, _ in groups}) > 1
+
+    def place_of(cluster_id: int | None) -> Place:
+        return places.get(cluster_id, NOWHERE) if cluster_id is not None else NOWHERE  # type: ignore[arg-type]
+
+    for (flavor_id, cluster_id, price_id), members in sorted(
+            groups.items(), key=lambda kv: (names[kv[0][0]], place_of(kv[0][1]).cluster_name, kv[0][1] or 0, kv[0][2])):
+        price = book.by_id[price_id]
         seconds = sum((r.unit_seconds for r in members), ZERO)
         gpu_seconds = sum((r.gpu_equivalent_seconds for r in members), ZERO)
         if seconds == 0:
             continue
+        place = place_of(cluster_id)
+        where = f" on {place.cluster_name}" if several and place.cluster_name else ""
         start = max(period_start, _day_start(price.effective_from, period_start.tzinfo))
         end = min(period_end, _day_start(price.effective_to, period_start.tzinfo)) if price.effective_to else period_end
         draft.lines.append(Line(
             kind="usage", flavor_id=flavor_id, flavor_name=names[flavor_id],
-            description=f"{names[flavor_id]}: {unit_hours(seconds)} unit-hours at {price.per_unit_hour} "
+            description=f"{names[flavor_id]}{where}: {unit_hours(seconds)} unit-hours at {price.per_unit_hour} "
                         f"{currency}/unit-hour",
             charge_start=start, charge_end=end,
             quantity=unit_hours(seconds), unit_price=price.per_unit_hour,
             amount=money(seconds * price.per_unit_hour / HOUR),
-            unit_seconds=seconds, gpu_equivalent_seconds=gpu_seconds, price_id=price.id,
+            unit_seconds=seconds, gpu_equivalent_seconds=gpu_seconds, price_id=price.id, place=place,
         ))
     return draft
 
@@ -152,14 +201,17 @@ def adjustment_lines(billed: Iterable[BilledFlavor], currency: str, tz: Any) -> 
     """Usage re-measured after its period was finalized: bill (or credit) the difference at the
     price the original invoice used, on the next invoice."""
     lines = []
-    for item in sorted(billed, key=lambda b: (b.period, b.flavor_name)):
+    billed = list(billed)
+    several = len({item.place.cluster_id for item in billed}) > 1
+    for item in sorted(billed, key=lambda b: (b.period, b.flavor_name, b.place.cluster_name)):
         delta = item.measured_unit_seconds - item.billed_unit_seconds
         if delta == 0:
             continue
         start, end = month_bounds(item.period, tz)
+        where = f" on {item.place.cluster_name}" if several and item.place.cluster_name else ""
         lines.append(Line(
-            kind="adjustment", flavor_id=item.flavor_id, flavor_name=item.flavor_name,
-            description=f"Adjustment to {item.invoice_number} ({item.period:%Y-%m}) {item.flavor_name}: "
+            kind="adjustment", flavor_id=item.flavor_id, flavor_name=item.flavor_name, place=item.place,
+            description=f"Adjustment to {item.invoice_number} ({item.period:%Y-%m}) {item.flavor_name}{where}: "
                         f"billed {item.billed_unit_seconds} s, measured {item.measured_unit_seconds} s",
             charge_start=start, charge_end=end, quantity=unit_hours(delta), unit_price=item.unit_price,
             amount=money(delta * item.unit_price / HOUR), unit_seconds=delta,

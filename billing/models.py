@@ -13,7 +13,7 @@ from typing import Any
 from django.db import models
 from django.db.models import Q
 
-from scheduling.models import Flavor
+from scheduling.models import DEFAULT_CLUSTER_ID, Cluster, Flavor, default_cluster_id
 from tenants.errors import Conflict
 from tenants.models import Tenant
 
@@ -47,12 +47,22 @@ class UsageRecordQuerySet(models.QuerySet):
 
 
 class UsageRecord(models.Model):
-    """Measured usage of one tenant, one flavor, one clock hour (UTC)."""
+    """Measured usage of one tenant, one flavor, on one host cluster, in one clock hour (UTC)."""
 
-    # No separate FK indexes: the unique (tenant, flavor, hour) index serves tenant lookups, and a month
-    # of a large fleet is ~10^5 rows written at once, where every index costs.
-    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="usage_records", db_index=False)
-    flavor = models.ForeignKey(Flavor, on_delete=models.PROTECT, related_name="usage_records", db_index=False)
+    # No separate FK indexes: the unique (tenant, flavor, cluster, hour) index serves tenant lookups, and a
+    # month of a large fleet is ~3 x 10^5 rows written at once, where every index costs. No database FK
+    # constraints either (db_constraint=False): PostgreSQL checks those with one trigger call per row and
+    # reference, which cost three times the COPY itself (29 s vs 9 s for a month's rows on the loaded
+    # 2-core machine). The only writer, actions.store_usage_batches, takes the lock such a check takes
+    # (FOR KEY SHARE) on the referenced tenants, flavors and clusters once per batch instead, and deletes go
+    # through the ORM, whose PROTECT refuses a tenant, flavor or cluster that has usage.
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="usage_records", db_index=False,
+                               db_constraint=False)
+    flavor = models.ForeignKey(Flavor, on_delete=models.PROTECT, related_name="usage_records", db_index=False,
+                               db_constraint=False)
+    # Rows measured before clusters existed are the `default` cluster's (the upgraded installation).
+    cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="usage_records", db_index=False,
+                                db_constraint=False, default=default_cluster_id, db_default=DEFAULT_CLUSTER_ID)
     hour = models.DateTimeField(help_text="start of the UTC hour")
     # seconds x units held (GPUs, MIG instances, or the HAMi share of one GPU)
     unit_seconds = models.DecimalField(**SECONDS)
@@ -65,16 +75,17 @@ class UsageRecord(models.Model):
     objects = UsageRecordQuerySet.as_manager()
 
     class Meta:
-        ordering = ["hour", "tenant_id", "flavor_id"]
+        ordering = ["hour", "tenant_id", "flavor_id", "cluster_id"]
         constraints = [
-            models.UniqueConstraint(fields=["tenant", "flavor", "hour"], name="usage_tenant_flavor_hour"),
+            models.UniqueConstraint(fields=["tenant", "flavor", "cluster", "hour"],
+                                    name="usage_tenant_flavor_cluster_hour"),
             models.CheckConstraint(condition=Q(unit_seconds__gte=0) & Q(gpu_equivalent_seconds__gte=0),
                                    name="usage_non_negative"),
         ]
         indexes = [models.Index(fields=["hour"], name="usage_hour_idx")]
 
     def __str__(self) -> str:
-        return f"{self.tenant_id}/{self.flavor_id}@{self.hour:%Y-%m-%dT%H}"
+        return f"{self.tenant_id}/{self.flavor_id}/{self.cluster_id}@{self.hour:%Y-%m-%dT%H}"
 
 
 class UsageCollection(models.Model):
@@ -104,13 +115,16 @@ class PriceQuerySet(models.QuerySet):
 
 class Price(models.Model):
     """Price of one unit-hour of a flavor in one currency, from `effective_from` (inclusive)
-    to `effective_to` (exclusive, open when null). Ranges of one flavor+currency never overlap."""
+    to `effective_to` (exclusive, open when null), on every cluster (`cluster` null) or on one cluster
+    (which then wins over the every-cluster price). Ranges of one flavor+cluster+currency never overlap."""
 
     class Source(models.TextChoices):
         ENTERED = "entered"
         OPENCOST = "opencost", "Derived from OpenCost's GPU hourly cost"
 
     flavor = models.ForeignKey(Flavor, on_delete=models.PROTECT, related_name="prices")
+    cluster = models.ForeignKey(Cluster, null=True, blank=True, on_delete=models.PROTECT, related_name="prices",
+                                help_text="null: every cluster; a cluster's own price wins over it")
     currency = models.CharField(max_length=3)
     per_unit_hour = models.DecimalField(**UNIT_PRICE)
     effective_from = models.DateField()
@@ -124,9 +138,13 @@ class Price(models.Model):
     objects = PriceQuerySet.as_manager()
 
     class Meta:
-        ordering = ["flavor__name", "currency", "effective_from"]
+        ordering = ["flavor__name", "cluster__name", "currency", "effective_from"]
         constraints = [
-            models.UniqueConstraint(fields=["flavor", "currency", "effective_from"], name="price_unique_start"),
+            # NULL is distinct from NULL in a unique index: the every-cluster prices get their own.
+            models.UniqueConstraint(fields=["flavor", "currency", "effective_from"], condition=Q(cluster__isnull=True),
+                                    name="price_unique_start"),
+            models.UniqueConstraint(fields=["flavor", "cluster", "currency", "effective_from"],
+                                    condition=Q(cluster__isnull=False), name="price_unique_start_cluster"),
             models.CheckConstraint(condition=Q(per_unit_hour__gte=0), name="price_non_negative"),
             models.CheckConstraint(
                 condition=Q(effective_to__isnull=True) | Q(effective_to__gt=models.F("effective_from")),
@@ -134,11 +152,13 @@ class Price(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.flavor} {self.per_unit_hour} {self.currency}/unit-hour from {self.effective_from}"
+        where = f" on {self.cluster}" if self.cluster_id else ""
+        return f"{self.flavor}{where} {self.per_unit_hour} {self.currency}/unit-hour from {self.effective_from}"
 
     def snapshot(self) -> dict[str, Any]:
         return {
-            "flavor": self.flavor.name, "currency": self.currency, "per_unit_hour": str(self.per_unit_hour),
+            "flavor": self.flavor.name, "cluster": self.cluster.name if self.cluster_id else None,  # type: ignore[union-attr]
+            "currency": self.currency, "per_unit_hour": str(self.per_unit_hour),
             "effective_from": self.effective_from.isoformat(),
             "effective_to": self.effective_to.isoformat() if self.effective_to else None,
             "source": self.source,
@@ -240,6 +260,16 @@ class InvoiceLine(models.Model):
     kind = models.CharField(max_length=12, choices=Kind.choices)
     flavor = models.ForeignKey(Flavor, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     flavor_name = models.CharField(max_length=63, blank=True)
+    # Where the usage ran, and a snapshot of its region as billed (a cluster may move or be renamed later).
+    # Null on lines drafted before clusters existed and on fleet-wide lines (the idle share).
+    cluster = models.ForeignKey(Cluster, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    # db_default: the previous release's code inserts lines without these columns during an upgrade.
+    cluster_name = models.CharField(max_length=63, blank=True, default="", db_default="")
+    region = models.CharField(max_length=63, blank=True, default="", db_default="", help_text="FOCUS RegionId")
+    region_name = models.CharField(max_length=200, blank=True, default="", db_default="",
+                                   help_text="FOCUS RegionName")
+    availability_zone = models.CharField(max_length=63, blank=True, default="", db_default="",
+                                         help_text="FOCUS AvailabilityZone, when the cluster has exactly one")
     description = models.CharField(max_length=300)
     charge_start = models.DateTimeField()
     charge_end = models.DateTimeField()

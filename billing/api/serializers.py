@@ -13,7 +13,8 @@ class InvoiceLineSerializer(CompiledRepresentation, serializers.ModelSerializer)
 
     class Meta:
         model = InvoiceLine
-        fields = ["position", "kind", "flavor_name", "description", "charge_start", "charge_end", "quantity",
+        fields = ["position", "kind", "flavor_name", "cluster_name", "region", "region_name", "availability_zone",
+                  "description", "charge_start", "charge_end", "quantity",
                   "unit_price", "amount", "unit_seconds", "gpu_equivalent_seconds", "billed_unit_seconds",
                   "measured_unit_seconds", "adjusts_invoice"]
         read_only_fields = fields
@@ -35,10 +36,12 @@ class InvoiceSerializer(CompiledRepresentation, serializers.ModelSerializer):
 
 class PriceSerializer(CompiledRepresentation, serializers.ModelSerializer):
     flavor = serializers.CharField(source="flavor.name", read_only=True)
+    cluster = serializers.CharField(source="cluster.name", read_only=True, default=None,
+                                    help_text="null: the price of every cluster without a price of its own")
 
     class Meta:
         model = Price
-        fields = ["id", "flavor", "currency", "per_unit_hour", "effective_from", "effective_to", "source",
+        fields = ["id", "flavor", "cluster", "currency", "per_unit_hour", "effective_from", "effective_to", "source",
                   "opencost_gpu_hourly", "markup"]
         read_only_fields = fields
 
@@ -47,6 +50,7 @@ class PriceSetSerializer(StrictSerializer):
     """Shape only; the rules live in billing.actions."""
 
     flavor = serializers.CharField(allow_blank=True)
+    cluster = serializers.CharField(required=False, allow_blank=True, allow_null=True)
     per_unit_hour = serializers.CharField(allow_blank=True)
     currency = serializers.CharField(allow_blank=True)
     effective_from = serializers.CharField(required=False, allow_blank=True, allow_null=True)

@@ -119,7 +119,7 @@ class InvoiceViewSet(ScopedReadOnlyViewSet):
 
 
 class PriceViewSet(ScopedReadOnlyViewSet):
-    queryset = Price.objects.select_related("flavor")
+    queryset = Price.objects.select_related("flavor", "cluster")
     serializer_class = PriceSerializer
 
     @extend_schema(request=PriceSetSerializer, responses={201: PriceSerializer})
@@ -129,7 +129,7 @@ class PriceViewSet(ScopedReadOnlyViewSet):
         payload.is_valid(raise_exception=True)
         data = payload.validated_data
         price = actions.set_price(data["flavor"], data["per_unit_hour"], data["currency"],
-                                  data.get("effective_from"))
+                                  data.get("effective_from"), cluster=data.get("cluster"))
         return Response(PriceSerializer(price).data, status=status.HTTP_201_CREATED)
 
 

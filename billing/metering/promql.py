@@ -44,6 +44,11 @@ Label schemes. dcgm-exporter emits `namespace`/`pod`/`container`/`UUID`, or with
 `pod_namespace`/`pod_name`/`container_name`/`uuid`; both are selected (`pod!=""`, so absent and empty
 pod labels, i.e. unattributed devices, never match) and the old names are relabelled to the new ones.
 
+Clusters. Several host clusters in one TSDB are told apart by an external label (`cluster_label`, e.g.
+`cluster`): every selector is narrowed to the clusters asked for and the label joins every identity,
+`by (...)` and `on (...)` above, so replicas are merged, HAMi devices excluded and shares joined within a
+cluster only (a UUID, pod or namespace is unique only there), and the hourly totals come back per cluster.
+
 HAMi. A container's share of a GPU at slot k is the last allocation seen in the last N + 1 slots (the
 occupied slot itself, or the sample before a bridged gap) divided by the device's memory limit, and/or
 the core percentage / 100; `max` of the two by default. GPUs that HAMi manages (seen in
@@ -53,6 +58,7 @@ so a shared GPU is never also billed whole.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 DCGM_IDENTITY = ("namespace", "pod", "container", "UUID", "GPU_I_ID", "GPU_I_PROFILE", "modelName")
@@ -76,6 +82,11 @@ class QuerySettings:
     share_rule: str = "max"
     namespace_prefix: str = "tenant-"
     dialect: str = "metricsql"
+    # Several clusters in one TSDB: the name of the label that tells them apart (their vmagent's or
+    # Prometheus' external label) and the values to measure. Every selector is narrowed to those values
+    # and every aggregation keeps the label, so each cluster's usage comes back as its own series.
+    cluster_label: str = ""
+    cluster_values: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.scrape_interval <= 0 or 3600 % self.scrape_interval:
@@ -90,10 +101,36 @@ class QuerySettings:
             raise ValueError(f"not a metric name: {self.usage_metric!r}")
         if not self.namespace_prefix or not all(c.isalnum() or c == "-" for c in self.namespace_prefix):
             raise ValueError("namespace_prefix must be a DNS-label prefix such as 'tenant-'")
+        if self.cluster_label and not LABEL_NAME.fullmatch(self.cluster_label):
+            raise ValueError(f"not a label name: {self.cluster_label!r}")
+        if bool(self.cluster_label) != bool(self.cluster_values):
+            raise ValueError("cluster_label and cluster_values go together")
+        if any(not value for value in self.cluster_values) or len(set(self.cluster_values)) != len(self.cluster_values):
+            raise ValueError("cluster label values must be distinct and not blank")
+
+
+LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+# RE2 metacharacters: a label value is matched literally inside `=~"a|b"`.
+_RE2_META = re.compile(r"([\\.+*?()|\[\]{}^$])")
 
 
 def _by(labels: tuple[str, ...]) -> str:
     return ", ".join(labels)
+
+
+def _string(text: str) -> str:
+    """A PromQL double-quoted string literal."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def cluster_matcher(label: str, values: tuple[str, ...]) -> str:
+    """`, cluster="a"` or `, cluster=~"a|b"` (values matched literally), to append to a selector."""
+    if not label:
+        return ""
+    if len(values) == 1:
+        return f", {label}={_string(values[0])}"
+    pattern = "|".join(_RE2_META.sub(r"\\\1", value) for value in values)
+    return f", {label}=~{_string(pattern)}"
 
 
 # Every window is shifted 1 ms back, so the slot ending at t is [t - s, t) (see the module docstring).
@@ -120,21 +157,30 @@ class Queries:
         self.settings = settings
         ns = f'{settings.namespace_prefix}.+'
         metric = settings.usage_metric
-        self.dcgm_new = f'{{__name__="{metric}", namespace=~"{ns}", pod!=""}}'
-        self.dcgm_old = f'{{__name__="{metric}", pod_namespace=~"{ns}", pod_name!=""}}'
-        self.hami_any = f'{{__name__=~"{HAMI_MEMORY}|{HAMI_CORES}", namespace=~"{ns}", pod!=""}}'
-        self.hami_memory = f'{HAMI_MEMORY}{{namespace=~"{ns}", pod!=""}}'
-        self.hami_cores = f'{HAMI_CORES}{{namespace=~"{ns}", pod!=""}}'
+        scope = cluster_matcher(settings.cluster_label, settings.cluster_values)
+        # With clusters, the cluster label joins every identity and grouping (a UUID or a namespace is
+        # only unique within its cluster).
+        extra = (settings.cluster_label,) if settings.cluster_label else ()
+        self.dcgm_identity, self.dcgm_group = DCGM_IDENTITY + extra, DCGM_GROUP + extra
+        self.hami_identity, self.hami_group = HAMI_IDENTITY + extra, HAMI_GROUP + extra
+        self.device = _by(("device_uuid", *extra))
+        self.uuid = _by(("UUID", *extra))
+        self.dcgm_new = f'{{__name__="{metric}", namespace=~"{ns}", pod!=""{scope}}}'
+        self.dcgm_old = f'{{__name__="{metric}", pod_namespace=~"{ns}", pod_name!=""{scope}}}'
+        self.hami_any = f'{{__name__=~"{HAMI_MEMORY}|{HAMI_CORES}", namespace=~"{ns}", pod!=""{scope}}}'
+        self.hami_memory = f'{HAMI_MEMORY}{{namespace=~"{ns}", pod!=""{scope}}}'
+        self.hami_cores = f'{HAMI_CORES}{{namespace=~"{ns}", pod!=""{scope}}}'
+        self.hami_device_memory = f"{HAMI_DEVICE_MEMORY}{{{scope.removeprefix(', ')}}}" if scope else HAMI_DEVICE_MEMORY
 
     # -- building blocks ------------------------------------------------------------------------
     def _dcgm_rollup(self, func: str, slots: int, offset_slots: int, agg: str = "max") -> str:
         window = _window(slots, offset_slots, self.s)
         new = f"{func}({self.dcgm_new}{window})"
         old = _old_to_new(f"{func}({self.dcgm_old}{window})")
-        return f"{agg} by ({_by(DCGM_IDENTITY)}) ({new} or {old})"
+        return f"{agg} by ({_by(self.dcgm_identity)}) ({new} or {old})"
 
     def _hami_rollup(self, func: str, slots: int, offset_slots: int, agg: str = "max") -> str:
-        return (f"{agg} by ({_by(HAMI_IDENTITY)}) "
+        return (f"{agg} by ({_by(self.hami_identity)}) "
                 f"({func}({self.hami_any}{_window(slots, offset_slots, self.s)}))")
 
     def _held(self, rollup) -> str:
@@ -160,44 +206,45 @@ class Queries:
     def hami_devices(self) -> str:
         """GPUs HAMi manages around slot k (k-N-1 .. k+N+1), keyed by the DCGM label name UUID."""
         span = 2 * self.n + 3
-        inner = (f"max by (device_uuid) (present_over_time({HAMI_DEVICE_MEMORY}"
+        inner = (f"max by ({self.device}) (present_over_time({self.hami_device_memory}"
                  f"{_window(span, -(self.n + 1), self.s)}))")
         return f'label_replace({inner}, "UUID", "$1", "device_uuid", "(.+)")'
 
     def _hami_share(self) -> str:
         lookback = _window(self.n + 1, 0, self.s)
-        memory = (f"(max by ({_by(HAMI_IDENTITY)}) (last_over_time({self.hami_memory}{lookback}))"
-                  f" / on (device_uuid) group_left"
-                  f" max by (device_uuid) (last_over_time({HAMI_DEVICE_MEMORY}{lookback})))")
-        cores = f"(max by ({_by(HAMI_IDENTITY)}) (last_over_time({self.hami_cores}{lookback})) / 100)"
+        identity = _by(self.hami_identity)
+        memory = (f"(max by ({identity}) (last_over_time({self.hami_memory}{lookback}))"
+                  f" / on ({self.device}) group_left"
+                  f" max by ({self.device}) (last_over_time({self.hami_device_memory}{lookback})))")
+        cores = f"(max by ({identity}) (last_over_time({self.hami_cores}{lookback})) / 100)"
         if self.settings.share_rule == "memory":
             return memory
         if self.settings.share_rule == "cores":
             return cores
-        return (f"max by ({_by(HAMI_IDENTITY)}) ("
+        return (f"max by ({identity}) ("
                 f'label_replace({memory}, "share_part", "memory", "", "")'
                 f' or label_replace({cores}, "share_part", "cores", "", ""))')
 
     # -- per-slot expressions -------------------------------------------------------------------
     def dcgm_held_slot(self) -> str:
         """1 per (identity) for every held slot of an attributed whole GPU or MIG instance."""
-        return f"(({self._held(self._dcgm_rollup)}) unless on (UUID) ({self.hami_devices()}))"
+        return f"(({self._held(self._dcgm_rollup)}) unless on ({self.uuid}) ({self.hami_devices()}))"
 
     def hami_share_slot(self) -> str:
         """The container's share (0..1) for every held slot of a HAMi allocation."""
-        return (f"(({self._hami_share()}) and on ({_by(HAMI_IDENTITY)}) "
+        return (f"(({self._hami_share()}) and on ({_by(self.hami_identity)}) "
                 f"({self._held(self._hami_rollup)}))")
 
     # -- hourly totals (range query, step 1h, evaluated at hour ends) -----------------------------
     def dcgm_hourly_slots(self) -> str:
-        """Held slots per (tenant namespace, GPU model, MIG profile) in the hour ending at t."""
-        return (f"sum by ({_by(DCGM_GROUP)}) "
+        """Held slots per (tenant namespace, GPU model, MIG profile[, cluster]) in the hour ending at t."""
+        return (f"sum by ({_by(self.dcgm_group)}) "
                 f"(sum_over_time(({self.dcgm_held_slot()})[3600s:{self.s}s]))")
 
     def hami_hourly_share_slots(self) -> str:
-        """Σ share over held slots per (tenant namespace, HAMi device type) in the hour ending at t."""
-        device_type = (f"group by (device_uuid, device_type) "
-                       f"(last_over_time({HAMI_DEVICE_MEMORY}[3600s] offset {SHIFT_MS}ms))")
-        return (f"sum by ({_by(HAMI_GROUP)}) ("
+        """Σ share over held slots per (tenant namespace, HAMi device type[, cluster]) in the hour ending at t."""
+        device_type = (f"group by ({self.device}, device_type) "
+                       f"(last_over_time({self.hami_device_memory}[3600s] offset {SHIFT_MS}ms))")
+        return (f"sum by ({_by(self.hami_group)}) ("
                 f"sum_over_time(({self.hami_share_slot()})[3600s:{self.s}s])"
-                f" * on (device_uuid) group_left (device_type) {device_type})")
+                f" * on ({self.device}) group_left (device_type) {device_type})")

@@ -13,8 +13,8 @@ usage_metric="DCGM_FI_DEV_FB_USED", chunk_hours=24, dialect="metricsql") -> list
   both compute the same numbers.
 * `start`, `end`: UTC-aware datetimes on whole hours, `start < end`. The window is [start, end).
 * Returns one `UsageSample` (fields, in order: hour_start, tenant_slug, flavor, unit_seconds,
-  gpu_equivalent_seconds; use the names) per (tenant, flavor, hour) with non-zero use, sorted by
-  (hour_start, tenant_slug, flavor). Hours without use
+  gpu_equivalent_seconds, cluster; use the names) per (tenant, flavor, hour, cluster) with non-zero use,
+  sorted by (hour_start, tenant_slug, flavor, cluster). Hours without use
   are absent (the collector replaces the whole window, so absence means zero).
     - whole GPU: unit_seconds = Σ held seconds of attributed GPUs (integer);
       gpu_equivalent_seconds = unit_seconds x weight.
@@ -31,6 +31,12 @@ usage_metric="DCGM_FI_DEV_FB_USED", chunk_hours=24, dialect="metricsql") -> list
   The client's `infra.errors.TransientError` / `PermanentError` pass through unchanged (retry or report).
 * `chunk_hours`: hours per range query (default 24, shortened to at most 50,000 slots per query); the
   numbers do not depend on it.
+* `clusters` (several host clusters): the `ClusterSource`s this metrics source serves. None: no cluster
+  dimension (`UsageSample.cluster` is ""). One without a label: every series of the source is that
+  cluster's. Otherwise every cluster needs a distinct value of the `cluster_label` label (default
+  `cluster`, the external label its vmagent/Prometheus adds); the queries select only those values and
+  keep the label in every aggregation, so one query per kind and chunk measures all of them and each
+  sample (and unmatched entry) names its cluster. Same numbers per cluster as measuring it alone.
 
 Method: see `billing.metering.promql` and docs/billing.md § "Measuring method".
 """
@@ -42,7 +48,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from billing.metering.promql import DIALECTS, SHARE_RULES, Queries, QuerySettings
 
@@ -50,6 +56,7 @@ WHOLE, MIG, HAMI = "whole", "mig", "hami"
 DEFAULT_USAGE_METRIC = "DCGM_FI_DEV_FB_USED"
 DEFAULT_SCRAPE_INTERVAL = 30
 DEFAULT_MAX_GAP_SCRAPES = 3
+DEFAULT_CLUSTER_LABEL = "cluster"
 TENANT_PREFIX = "tenant-"
 HOUR = timedelta(hours=1)
 SECONDS_QUANTUM = Decimal("0.001")
@@ -78,13 +85,23 @@ class FlavorSpec:
     mig_profile: str = ""
 
 
-@dataclass(frozen=True, order=True)
-class UsageSample:
+@dataclass(frozen=True)
+class ClusterSource:
+    """One cluster measured from a metrics source: its gpufleet name and the value of the cluster label
+    its series carry in that source ("" = every series in the source is this cluster's)."""
+
+    name: str
+    label: str = ""
+
+
+class UsageSample(NamedTuple):
+    # A tuple (immutable, ordered, compared in C): a month of a large fleet is 3-5 x 10^5 of these.
     hour_start: datetime
     tenant_slug: str
     flavor: str
     unit_seconds: Decimal
     gpu_equivalent_seconds: Decimal
+    cluster: str = ""  # the ClusterSource name; "" when measured without clusters
 
 
 @dataclass(frozen=True, order=True)
@@ -95,6 +112,7 @@ class Unmatched:
     model_name: str
     mig_profile: str
     unit_seconds: Decimal
+    cluster: str = ""
 
 
 @dataclass
@@ -158,6 +176,23 @@ class FlavorIndex:
         return None
 
 
+def _cluster_scope(clusters: Sequence[ClusterSource], label_name: str) -> tuple[str, dict[str, str]]:
+    """(label name to group by or "", {label value: cluster name}) for the clusters of one source."""
+    names = [c.name for c in clusters]
+    if len(set(names)) != len(names) or any(not isinstance(n, str) or not n for n in names):
+        raise MeteringInputError("clusters", "cluster names must be distinct and not blank")
+    labels = [c.label for c in clusters]
+    if len(clusters) <= 1 and not any(labels):
+        return "", {}
+    if not all(labels):
+        raise MeteringInputError("clusters", "clusters that share a metrics source need a cluster label each "
+                                 f"(blank for {', '.join(c.name for c in clusters if not c.label)}): without "
+                                 "one their series cannot be told apart")
+    if len(set(labels)) != len(labels):
+        raise MeteringInputError("clusters", "two clusters of one metrics source have the same cluster label")
+    return label_name, {c.label: c.name for c in clusters}
+
+
 def _check_window(start: datetime, end: datetime) -> None:
     for name, moment in (("start", start), ("end", end)):
         if not isinstance(moment, datetime) or moment.tzinfo is None or moment.utcoffset() != timedelta(0):
@@ -189,8 +224,12 @@ def measure_report(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: d
                    scrape_interval: int = DEFAULT_SCRAPE_INTERVAL,
                    max_gap_scrapes: int = DEFAULT_MAX_GAP_SCRAPES, share_rule: str = "max",
                    usage_metric: str = DEFAULT_USAGE_METRIC, chunk_hours: int = 24,
-                   dialect: str = "metricsql") -> Report:
+                   dialect: str = "metricsql", clusters: Sequence[ClusterSource] = (),
+                   cluster_label: str = DEFAULT_CLUSTER_LABEL) -> Report:
     _check_window(start, end)
+    label_name, by_label = _cluster_scope(clusters, cluster_label)
+    # One unlabelled cluster owns every series of its source; with labels each series names its own.
+    only = clusters[0].name if clusters and not label_name else ""
     if chunk_hours < 1:
         raise MeteringInputError("chunk_hours", "must be at least 1")
     if share_rule not in SHARE_RULES:
@@ -199,16 +238,17 @@ def measure_report(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: d
         raise MeteringInputError("dialect", f"must be one of {', '.join(DIALECTS)}")
     try:
         queries = Queries(QuerySettings(scrape_interval, max_gap_scrapes, usage_metric, share_rule,
-                                        TENANT_PREFIX, dialect))
+                                        TENANT_PREFIX, dialect, label_name, tuple(by_label)))
     except ValueError as exc:
         raise MeteringInputError("settings", str(exc)) from exc
     index = FlavorIndex(flavors)
     s = Decimal(scrape_interval)
     chunk_hours = max(1, min(chunk_hours, SUBQUERY_POINT_BUDGET * scrape_interval // 3600))
 
-    totals: dict[tuple[datetime, str, str], list[Decimal]] = defaultdict(lambda: [Decimal(0), Decimal(0)])
-    unmatched: dict[tuple[datetime, str, str, str, str], Decimal] = defaultdict(Decimal)
+    totals: dict[tuple[datetime, str, str, str], list[Decimal]] = defaultdict(lambda: [Decimal(0), Decimal(0)])
+    unmatched: dict[tuple[datetime, str, str, str, str, str], Decimal] = defaultdict(Decimal)
     count = 0
+    hours: dict[Decimal, datetime] = {}
     for lower, upper in _chunks(start, end, chunk_hours):
         # Range query evaluated at each hour END in (lower, upper]; each point covers the hour before it.
         first_end, last_end = lower + HOUR, upper
@@ -217,6 +257,9 @@ def measure_report(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: d
             for series in client.range(query, first_end, last_end, 3600):
                 tenant = _tenant(series.labels.get("namespace", ""), TENANT_PREFIX)
                 if tenant is None:
+                    continue
+                cluster = by_label.get(series.labels.get(label_name, "")) if label_name else only
+                if cluster is None:  # the selector admits only the clusters asked for
                     continue
                 if kind == WHOLE:
                     model, profile = series.labels.get("modelName", ""), series.labels.get("GPU_I_PROFILE", "")
@@ -227,30 +270,35 @@ def measure_report(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: d
                     flavor = index.hami(model)
                     mode = HAMI
                 for sample in series.samples:
-                    hour = _hour_start(sample.timestamp)
+                    hour = hours.get(sample.timestamp)
+                    if hour is None:  # a few dozen distinct hour ends per query
+                        hour = hours[sample.timestamp] = _hour_start(sample.timestamp)
                     if not (start <= hour < end) or not sample.value.is_finite() or sample.value == 0:
                         continue
                     seconds = (sample.value * s).quantize(SECONDS_QUANTUM)
                     if flavor is None:
-                        unmatched[(hour, tenant, mode, model, profile)] += seconds
+                        unmatched[(hour, tenant, mode, model, profile, cluster)] += seconds
                         continue
-                    row = totals[(hour, tenant, flavor.name)]
+                    row = totals[(hour, tenant, flavor.name, cluster)]
                     row[0] += seconds
                     row[1] += seconds if mode == HAMI else seconds * flavor.weight
-    samples = sorted(
-        UsageSample(hour, tenant, name, unit.quantize(SECONDS_QUANTUM), gpu_eq.quantize(SECONDS_QUANTUM))
-        for (hour, tenant, name), (unit, gpu_eq) in totals.items()
+    # Sorted on the plain key tuples (C comparisons), so in (hour_start, tenant_slug, flavor, cluster) order.
+    samples = [
+        UsageSample(hour, tenant, name, unit.quantize(SECONDS_QUANTUM), gpu_eq.quantize(SECONDS_QUANTUM), cluster)
+        for (hour, tenant, name, cluster), (unit, gpu_eq) in sorted(totals.items())
         if unit != 0
-    )
-    missing = sorted(Unmatched(*key, value) for key, value in unmatched.items())
+    ]
+    missing = sorted(Unmatched(*key[:5], value, key[5]) for key, value in unmatched.items())
     return Report(samples=samples, unmatched=missing, queries=count)
 
 
 def measure(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: datetime, end: datetime, *,
             scrape_interval: int = DEFAULT_SCRAPE_INTERVAL, max_gap_scrapes: int = DEFAULT_MAX_GAP_SCRAPES,
             share_rule: str = "max", usage_metric: str = DEFAULT_USAGE_METRIC,
-            chunk_hours: int = 24, dialect: str = "metricsql") -> list[UsageSample]:
-    """Usage per (tenant, flavor, hour) in [start, end); the contract is in the module docstring."""
+            chunk_hours: int = 24, dialect: str = "metricsql", clusters: Sequence[ClusterSource] = (),
+            cluster_label: str = DEFAULT_CLUSTER_LABEL) -> list[UsageSample]:
+    """Usage per (tenant, flavor, hour[, cluster]) in [start, end); the contract is in the module docstring."""
     return measure_report(client, flavors, start, end, scrape_interval=scrape_interval,
                           max_gap_scrapes=max_gap_scrapes, share_rule=share_rule,
-                          usage_metric=usage_metric, chunk_hours=chunk_hours, dialect=dialect).samples
+                          usage_metric=usage_metric, chunk_hours=chunk_hours, dialect=dialect,
+                          clusters=clusters, cluster_label=cluster_label).samples

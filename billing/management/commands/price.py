@@ -22,26 +22,28 @@ class Command(BaseCommand):
         set_.add_argument("--per-unit-hour", required=True)
         set_.add_argument("--currency", required=True)
         set_.add_argument("--from", dest="effective_from", default=None, help="YYYY-MM-DD (default: today)")
+        set_.add_argument("--cluster", default=None, help="only on this cluster (default: every cluster)")
         derive = sub.add_parser("derive", help="OpenCost GPU hourly cost x flavor weight x markup")
         derive.add_argument("--flavor", required=True)
         derive.add_argument("--gpu-hourly", required=True, help="OpenCost's hourly cost of one GPU of the model")
         derive.add_argument("--markup", default="1", help="multiplier, e.g. 1.25")
         derive.add_argument("--currency", required=True)
         derive.add_argument("--from", dest="effective_from", default=None)
+        derive.add_argument("--cluster", default=None, help="only on this cluster (default: every cluster)")
         sub.add_parser("list", help="the price book")
 
     def handle(self, *args: object, verb: str, **opts: object) -> None:
         with acting(task=f"cli:price {verb}"):
             try:
                 if verb == "list":
-                    self.stdout.write(dumps([p.snapshot() for p in Price.objects.select_related("flavor")]))
+                    self.stdout.write(dumps([p.snapshot() for p in Price.objects.select_related("flavor", "cluster")]))
                     return
                 if verb == "set":
                     price = actions.set_price(opts["flavor"], opts["per_unit_hour"], opts["currency"],
-                                              opts["effective_from"])
+                                              opts["effective_from"], cluster=opts["cluster"])
                 else:
                     price = actions.derive_price(opts["flavor"], opts["currency"], opts["gpu_hourly"],
-                                                 opts["markup"], opts["effective_from"])
+                                                 opts["markup"], opts["effective_from"], cluster=opts["cluster"])
             except ActionError as exc:
                 raise action_error(exc) from exc
             self.stdout.write(dumps(price.snapshot()))

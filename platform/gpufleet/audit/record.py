@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.db import models
@@ -18,8 +19,28 @@ def record(
     after: dict[str, Any] | None = None,
     tenant_slug: str = "",
 ) -> AuditEvent:
+    event = _event(action, obj, before=before, after=after, tenant_slug=tenant_slug)
+    event.save()
+    return event
+
+
+def record_many(events: Iterable[tuple[str, models.Model, dict[str, Any]]]) -> list[AuditEvent]:
+    """One AuditEvent per (action, object, {before, after, tenant_slug}), written in one INSERT: for
+    actions that change many objects at once (drafting every tenant's invoice)."""
+    return AuditEvent.objects.bulk_create([_event(action, obj, **extra) for action, obj, extra in events],
+                                          batch_size=500)
+
+
+def _event(
+    action: str,
+    obj: models.Model,
+    *,
+    before: dict[str, Any] | None = None,
+    after: dict[str, Any] | None = None,
+    tenant_slug: str = "",
+) -> AuditEvent:
     actor = current_actor()
-    return AuditEvent.objects.create(
+    return AuditEvent(
         actor_user_id=actor.user_id,
         actor_token_id=actor.token_id,
         actor_task=actor.task,
