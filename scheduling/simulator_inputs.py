@@ -16,7 +16,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import F, Q
 
 from billing.models import Price, UsageRecord
 from gpufleet import clock
@@ -52,10 +52,16 @@ def seconds(text: str) -> float:
     return float(value * {"s": 1, "m": 60, "h": 3600}[unit])
 
 
-def node_price(flavor: Flavor, currency: str, at: datetime, gpus: int = DEFAULT_GPUS_PER_NODE) -> Decimal:
-    """A node-hour at the flavor's current unit-hour price: the cost figure uses what tenants are billed."""
-    price = (Price.objects.filter(flavor=flavor, currency=currency, effective_from__lte=at)
-             .filter(Q(effective_to__isnull=True) | Q(effective_to__gt=at)).order_by("-effective_from").first())
+def node_price(flavor: Flavor, currency: str, at: datetime, gpus: int = DEFAULT_GPUS_PER_NODE,
+               cluster_id: int | None = None) -> Decimal:
+    """A node-hour at the flavor's current unit-hour price: the cost figure uses what tenants are billed.
+    On a given cluster its own price wins over the every-cluster price, as on invoices."""
+    prices = (Price.objects.filter(flavor=flavor, currency=currency, effective_from__lte=at)
+              .filter(Q(effective_to__isnull=True) | Q(effective_to__gt=at)))
+    prices = prices.filter(Q(cluster__isnull=True) | Q(cluster_id=cluster_id)) if cluster_id else prices.filter(
+        cluster__isnull=True)
+    # The cluster's own price (cluster_id set) before the every-cluster one (NULL), then the newest.
+    price = prices.order_by(F("cluster_id").desc(nulls_last=True), "-effective_from").first()
     if price is None:
         return Decimal(0)
     return price.per_unit_hour * slices_per_gpu(flavor) * gpus
@@ -74,7 +80,7 @@ def fleet_scenario(days: float = 7, *, currency: str = "USD", with_demand: bool 
                       "nodes": gpus // per_node, "gpu_limit": pool.gpu_limit, "provisioner": "karpenter",
                       "consolidation_policy": pool.consolidation_policy,
                       "consolidate_after_s": seconds(pool.consolidate_after),
-                      "price_per_node_hour": str(node_price(pool.flavor, currency, now, per_node))})
+                      "price_per_node_hour": str(node_price(pool.flavor, currency, now, per_node, pool.cluster_id))})
     for flavor in flavors:
         if flavor.pk in pooled or flavor.capacity <= 0:
             continue  # a fixed fleet: the flavor's capacity, on static nodes
@@ -147,7 +153,8 @@ def endpoint_traffic(endpoint: InferenceEndpoint, flavor: Flavor, days: float, r
     start = end - timedelta(hours=hours)
     series = [0.0] * hours
     for row in UsageRecord.objects.filter(tenant=endpoint.tenant, flavor=flavor, hour__gte=start, hour__lt=end):
-        series[int((row.hour - start).total_seconds() // 3600)] = float(row.unit_seconds) / 3600 * rps_per_unit
+        # += : one row per cluster the tenant is placed on, for the same hour.
+        series[int((row.hour - start).total_seconds() // 3600)] += float(row.unit_seconds) / 3600 * rps_per_unit
     return series
 
 
@@ -174,7 +181,7 @@ def endpoint_scenario(endpoint: InferenceEndpoint, *, days: float, hourly_rps: l
                                   "consolidation_policy": pool.consolidation_policy,
                                   "consolidate_after_s": seconds(pool.consolidate_after),
                                   "price_per_node_hour": str(node_price(pool.flavor, "USD", clock.now(),
-                                                                        gpus_per_node(pool)))}]},
+                                                                        gpus_per_node(pool), pool.cluster_id))}]},
         "tenants": [{"name": endpoint.tenant.slug}],
         "endpoints": [{"name": endpoint.name.lower(), "tenant": endpoint.tenant.slug, "pool": pool.name,
                        "gpus_per_pod": units_per_replica, "pods_per_replica": 1, "min_replicas": tier.min_replicas,
