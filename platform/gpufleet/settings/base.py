@@ -35,6 +35,7 @@ INSTALLED_APPS = [
     "gpufleet.portal",
     "tenants",
     "scheduling",
+    "scheduling.nodehealth",
     "billing",
 ]
 
