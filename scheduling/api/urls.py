@@ -23,3 +23,10 @@ def register(router: BaseRouter) -> None:
     router.register("endpoints", EndpointViewSet, basename="endpoint")
     router.register("cohorts", CohortViewSet, basename="cohort")
     router.register("tenant-scheduling", TenantSchedulingViewSet, basename="tenant-scheduling")
+    # Issue 11 §3-4: pending explanations (tenant-scoped) and node health (platform admins).
+    from scheduling.nodehealth.api import NodeHealthViewSet
+
+    from .workloads import WorkloadViewSet
+
+    router.register("workloads", WorkloadViewSet, basename="workload")
+    router.register("node-health", NodeHealthViewSet, basename="node-health")
