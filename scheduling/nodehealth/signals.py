@@ -46,7 +46,10 @@ EVIDENCE_SAMPLES = 12  # raw samples kept per reading (the first and the last on
 
 
 def node_label(environ: Mapping[str, str] = os.environ) -> str:
-    return environ.get("GPUFLEET_DCGM_NODE_LABEL", "") or "Hostname"
+    from django.conf import settings
+
+    return environ.get("GPUFLEET_DCGM_NODE_LABEL", "") or getattr(settings, "GPUFLEET_DCGM_NODE_LABEL", "") \
+        or "Hostname"
 
 
 def _sample(s: Sample) -> list[str]:

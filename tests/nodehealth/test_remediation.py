@@ -306,3 +306,41 @@ def test_cli_contract(fleet) -> None:
         assert {"node", "state", "reasons", "action"} <= set(row)
         assert isinstance(row["reasons"], list)
     assert rows[0]["state"] == "replace" and rows[0]["action"].startswith("dry-run, would cordon")
+
+
+def test_periodic_pass_records_the_dry_run_plan(fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpufleet import clock
+    from scheduling.nodehealth.tasks import remediate_fleet
+
+    monkeypatch.setattr(clock, "now", lambda: T)
+    assert remediate_fleet() == 4  # plan + the three would-be steps of gpu-a
+    assert remediate_fleet() == 0  # nothing new: level-triggered
+    assert Remediation.objects.get().node == "gpu-a"
+
+
+def test_api_and_portal_are_for_platform_admins(fleet, kube, api, admin_api) -> None:
+    from django.test import Client
+
+    from tests.support import factories
+
+    at = T.isoformat().replace("+00:00", "Z")
+    rows = admin_api.get(f"/api/v1/node-health/?at={at}").json()
+    assert [(r["node"], r["state"]) for r in rows] == [("gpu-a", "replace"), ("gpu-b", "drain"),
+                                                        ("gpu-c", "healthy"), ("gpu-d", "replace")]
+    bad = admin_api.get("/api/v1/node-health/?at=yesterday")
+    assert bad.status_code == 400 and bad.json()["errors"][0]["field"] == "at"
+    member = factories.user("member")
+    api.force_authenticate(member)
+    assert api.get("/api/v1/node-health/").status_code == 403
+    assert api.post("/api/v1/node-health/gpu-a/uncordon/", {}, format="json").status_code == 403
+    assert get(kube.url, "/api/v1/nodes/gpu-a")["spec"].get("unschedulable") is not False
+    done = admin_api.post("/api/v1/node-health/gpu-a/uncordon/", {"note": "checked"}, format="json")
+    assert done.status_code == 200 and done.json()["closed_because"] == "uncordoned by a person: checked"
+    assert admin_api.post("/api/v1/node-health/nope/uncordon/", {}, format="json").status_code == 404
+    client = Client()
+    client.force_login(member)
+    assert client.get("/gpu/node-health/").status_code == 403
+    client.force_login(factories.user("root", roles={"platform-admin"}))
+    page = client.get("/gpu/node-health/")
+    assert page.status_code == 200
+    assert b'data-testid="node-health-summary"' in page.content and b"gpu-a" in page.content
