@@ -6,6 +6,7 @@ exists), and only that tenant's namespace is read, so tenant A never sees tenant
 
 from __future__ import annotations
 
+from drf_spectacular.plumbing import build_array_type, build_basic_type
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import exceptions, status, viewsets
@@ -20,6 +21,9 @@ from .. import pending_sources
 from .views import visible_tenant
 
 TENANT = OpenApiParameter("tenant", OpenApiTypes.STR, required=True, description="the tenant's slug")
+
+
+LIST_OF_OBJECTS = build_array_type(build_basic_type(OpenApiTypes.OBJECT))
 
 
 class ClusterUnavailable(exceptions.APIException):
@@ -38,7 +42,7 @@ def _tenant(request: Request):  # type: ignore[no-untyped-def]
 class WorkloadViewSet(AuditActorMixin, viewsets.ViewSet):
     lookup_value_regex = r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?"
 
-    @extend_schema(parameters=[TENANT], responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(operation_id="workloads_list", parameters=[TENANT], responses={200: LIST_OF_OBJECTS})
     def list(self, request: Request) -> Response:
         tenant = _tenant(request)
         try:
@@ -47,7 +51,7 @@ class WorkloadViewSet(AuditActorMixin, viewsets.ViewSet):
             raise ClusterUnavailable(str(exc)) from exc
         return Response([e.as_dict() for e in found])
 
-    @extend_schema(parameters=[TENANT], responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(operation_id="workloads_retrieve", parameters=[TENANT], responses={200: OpenApiTypes.OBJECT})
     def retrieve(self, request: Request, pk: str | None = None) -> Response:
         tenant = _tenant(request)
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.plumbing import build_array_type, build_basic_type
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import exceptions, status, viewsets
@@ -20,6 +21,8 @@ from tenants.errors import ActionError
 from . import kube
 from .models import Remediation
 from .remediation import assess, uncordon
+
+LIST_OF_OBJECTS = build_array_type(build_basic_type(OpenApiTypes.OBJECT))
 
 
 class ClusterUnavailable(exceptions.APIException):
@@ -44,7 +47,8 @@ class NodeHealthViewSet(AuditActorMixin, viewsets.ViewSet):
         if not is_platform_admin(request.user):
             raise exceptions.PermissionDenied("only platform admins see and act on node health")
 
-    @extend_schema(parameters=[OpenApiParameter("at", OpenApiTypes.DATETIME)], responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(operation_id="node_health_list", parameters=[OpenApiParameter("at", OpenApiTypes.DATETIME)],
+                   responses={200: LIST_OF_OBJECTS})
     def list(self, request: Request) -> Response:
         at = None
         if request.query_params.get("at"):
@@ -59,7 +63,7 @@ class NodeHealthViewSet(AuditActorMixin, viewsets.ViewSet):
             raise ClusterUnavailable(str(exc)) from exc
         return Response(report)
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(responses={200: LIST_OF_OBJECTS})
     @action(detail=False, methods=["get"])
     def remediations(self, request: Request) -> Response:
         rows = Remediation.objects.prefetch_related("steps")[:200]
