@@ -105,6 +105,11 @@ def _number(raw: Any) -> Decimal | None:
         return None
 
 
+def _sentence(text: Any) -> str:
+    """A quoted message inside our sentence: without its own closing full stops."""
+    return str(text or "").strip().rstrip(".")
+
+
 def _n(value: Decimal | int) -> str:
     value = Decimal(value)
     return str(int(value)) if value == value.to_integral_value() else format(value.normalize(), "f")
@@ -158,7 +163,8 @@ def explain(f: Facts) -> Explanation:
         return _not_reserved(f, name, qr, answer)
     if not _true(conds.get("Admitted")) and conds.get("Admitted"):
         c = conds["Admitted"]
-        return answer("admission-checks", f"{name} has quota but waits for its admission checks: {c.get('message')}.",
+        return answer("admission-checks",
+                      f"{name} has quota but waits for its admission checks: {_sentence(c.get('message'))}.",
                       "wait for the admission checks to pass", _condition_evidence("Workload", name, c))
     return _after_admission(f, name, answer)
 
@@ -272,12 +278,12 @@ def _not_reserved(f: Facts, name: str, qr: dict[str, Any], answer: Any) -> Expla
             f"ask for more {flavor} quota (gpufleet quota propose {f.tenant} --flavor {flavor} ...) or make the "
             "workload smaller", ev)
     if reason in ("Misconfigured", "Inadmissible", "Suspended"):
-        return answer("queue", f"{name} cannot be admitted: {message}.",
+        return answer("queue", f"{name} cannot be admitted: {_sentence(message)}.",
                       "check the tenant is active and its queue exists (gpufleet tenant show; gpufleet quota list)", ev)
     if reason in ("WaitingForPodsReady", "Waiting"):
         return answer("waiting", f"{name} waits until workloads admitted before it have all their pods ready.",
                       "wait", ev)
-    return answer("waiting", f"{name} is waiting for quota: {message or reason}.", "wait", ev)
+    return answer("waiting", f"{name} is waiting for quota: {_sentence(message or reason)}.", "wait", ev)
 
 
 def _pods_of_group(f: Facts) -> int:
@@ -308,7 +314,7 @@ def _after_admission(f: Facts, name: str, answer: Any) -> Explanation:
               "message": str(latest.get("message", "")), "since": str(latest.get("lastTransitionTime", ""))}
         reasons = {str(r.get("reason")) for r in latest.get("reasons") or []}
         if reasons & {"OverLimit", "NonPreemptibleOverQuota"}:
-            return answer("quota", f"{name} is over its KAI queue's quota: {latest.get('message')}.",
+            return answer("quota", f"{name} is over its KAI queue's quota: {_sentence(latest.get('message'))}.",
                           f"ask for more quota (gpufleet quota propose {f.tenant} ...) or run it preemptible", ev)
         gang = GANG_FOUND.search(text)
         if gang or NO_NODE.search(text):
@@ -367,6 +373,6 @@ def _no_node(f: Facts, name: str, answer: Any, ev: dict[str, str], gang: re.Matc
                                     "value": str(p.gpu_limit), "message": f"{p.gpus} GPUs in nodes"})
     where = f" for flavor {', '.join(flavors)}" if flavors else ""
     return answer("no-node", f"{name} has quota but no node{where} can take it now: {gang_part}"
-                  f"{ev.get('message') or 'the scheduler found no node with enough free GPUs'}.",
+                  f"{_sentence(ev.get('message')) or 'the scheduler found no node with enough free GPUs'}.",
                   "wait for GPUs to free up; if it lasts, ask a platform admin about capacity" +
                   ("" if pools else " (no node pool serves this flavor, so no node is added automatically)"), ev)

@@ -262,3 +262,22 @@ def test_each_tenant_sees_only_its_own_workloads(world, api) -> None:
     assert page.status_code == 200 and b"alpha-secret-run" in page.content and b"beta-run" not in page.content
     assert client.get("/gpu/tenants/beta/workloads/").status_code == 404
     assert b"/gpu/tenants/alpha/workloads/" in client.get("/tenants/alpha/").content
+
+
+def test_kai_queue_over_its_limit(world) -> None:
+    """A PodGroup KAI refuses for its queue's limit (the reference data's synthetic OverLimit condition)."""
+    group = _reference("crds/kai-scheduler/examples/podgroup-unschedulable.synthetic.yaml")
+    group["metadata"] = {"name": "pg-limited", "namespace": "tenant-alpha"}
+    group["status"]["schedulingConditions"] = group["status"]["schedulingConditions"][:1]
+    create(world["url"], "/apis/scheduling.run.ai/v2alpha2/namespaces/tenant-alpha/podgroups", group)
+    for i in range(2):
+        create(world["url"], "/api/v1/namespaces/tenant-alpha/pods", {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"limited-{i}", "namespace": "tenant-alpha",
+                         "annotations": {"pod-group-name": "pg-limited"}},
+            "spec": {"containers": [{"name": "c", "image": "x"}]}, "status": {"phase": "Pending"}})
+    why = _why("alpha", "pg-limited")
+    assert why["reason"] == "quota"
+    assert why["sentence"] == ("pg-limited is over its KAI queue's quota: OverLimit: team-a quota has reached the "
+                               "allowable limit of GPUs. Limit is 16 GPUs, currently 8 GPUs allocated and workload "
+                               "requested 16 GPUs.")
