@@ -344,3 +344,12 @@ def test_api_and_portal_are_for_platform_admins(fleet, kube, api, admin_api) -> 
     page = client.get("/gpu/node-health/")
     assert page.status_code == 200
     assert b'data-testid="node-health-summary"' in page.content and b"gpu-a" in page.content
+
+
+def test_cli_table_for_people(fleet) -> None:
+    out = StringIO()
+    call_command("fleet", "health", "--at", T.isoformat(), stdout=out)
+    lines = out.getvalue().splitlines()
+    assert lines[0].split() == ["NODE", "STATE", "ACTION"]
+    assert lines[1].split()[:3] == ["gpu-a", "replace", "dry-run,"]
+    assert lines[2].strip().startswith("- XID 79 x2 on GPU 3")
