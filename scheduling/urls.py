@@ -1,7 +1,8 @@
 from django.urls import path
 from django.views.generic import RedirectView
 
-from . import cluster_pages, pages, simulate_pages
+from . import cluster_pages, pages, pending_pages, simulate_pages
+from .nodehealth import pages as nodehealth_pages
 
 app_name = "scheduling"
 
@@ -9,6 +10,9 @@ urlpatterns = [
     path("", RedirectView.as_view(pattern_name="scheduling:flavors", permanent=False), name="index"),
     path("flavors/", pages.flavors, name="flavors"),
     path("tenants/<slug:slug>/", pages.tenant_gpu, name="tenant-gpu"),
+    path("tenants/<slug:slug>/workloads/", pending_pages.workloads, name="tenant-workloads"),
+    path("node-health/", nodehealth_pages.health, name="node-health"),
+    path("node-health/<str:node>/uncordon/", nodehealth_pages.uncordon_node, name="node-uncordon"),
     path("requests/", pages.requests, name="requests"),
     path("clusters/", cluster_pages.clusters, name="clusters"),
     path("clusters/<slug:name>/", cluster_pages.cluster_detail, name="cluster-detail"),

@@ -56,6 +56,20 @@ READ_ONLY_RESOURCES: tuple[tuple[str, str], ...] = (
     ("", "configmaps"),
     ("karpenter.k8s.aws", "ec2nodeclasses"),
 )
+# Node health remediation and pending-workload explanations (scheduling.nodehealth, scheduling.pending):
+# the narrow direct access the platform needs in either backend mode (infra/kube/nodes.py). Writes are
+# only: cordon/uncordon (patch nodes), evictions (create pods/eviction: the API server enforces
+# PodDisruptionBudgets; no delete on pods), and deleting a Karpenter NodeClaim so the node is replaced.
+# Reads: pods (what to evict, gang members), Kueue Workloads, KAI PodGroups, Jobs.
+REMEDIATION_RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
+    ("", ("nodes",), ("patch",)),
+    ("", ("pods",), ("get", "list")),
+    ("", ("pods/eviction",), ("create",)),
+    ("batch", ("jobs",), ("get", "list")),
+    ("karpenter.sh", ("nodeclaims",), ("get", "list", "delete")),
+    ("kueue.x-k8s.io", ("workloads",), ("get", "list")),
+    ("scheduling.run.ai", ("podgroups",), ("get", "list")),
+)
 # The only Secret gpufleet reads (tenants/secrets.py): vCluster's admin kubeconfig in each tenant
 # namespace, for the OpenBao Kubernetes auth; `get` by name, nothing else on Secrets.
 READ_SECRET_NAMES = ("vc-vcluster",)
@@ -73,6 +87,8 @@ def cluster_role_rules() -> list[dict[str, list[str]]]:
         read.setdefault(group, set()).add(plural)
     rules += [{"apiGroups": [group], "resources": sorted(plurals), "verbs": ["get", "list"]}
               for group, plurals in sorted(read.items())]
+    rules += [{"apiGroups": [group], "resources": list(resources), "verbs": list(verbs)}
+              for group, resources, verbs in REMEDIATION_RULES]
     rules.append({"apiGroups": [""], "resources": ["secrets"], "resourceNames": list(READ_SECRET_NAMES),
                   "verbs": ["get"]})
     return rules

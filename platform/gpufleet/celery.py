@@ -38,6 +38,11 @@ def _schedule_periodic(sender: Celery, **_: object) -> None:
     # Quota review: simulations whose task message was lost (the pending row is the outbox).
     sender.add_periodic_task(300.0, sender.signature("scheduling.sweep_quota_simulations"),
                              name="sweep pending quota simulations")
+    # Node health (scheduling.nodehealth): classify GPU nodes, carry out remediation within the limits
+    # (a new fleet is in dry-run: the pass only records what it would do).
+    if float(getattr(settings, "GPUFLEET_NODE_HEALTH_SECONDS", 0) or 0) > 0:
+        sender.add_periodic_task(float(settings.GPUFLEET_NODE_HEALTH_SECONDS), sender.signature("nodehealth.remediate"),
+                                 name="node health pass")
     # Billing: collect the last settled hours every hour; draft last month's invoices on the 1st.
     from celery.schedules import crontab
 

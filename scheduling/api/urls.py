@@ -27,3 +27,10 @@ def register(router: BaseRouter) -> None:
     router.register("clusters", ClusterViewSet, basename="cluster")
     router.register("placements", PlacementViewSet, basename="placement")
     router.register("placement-requests", PlacementRequestViewSet, basename="placement-request")
+    # Issue 11 §3-4: pending explanations (tenant-scoped) and node health (platform admins).
+    from scheduling.nodehealth.api import NodeHealthViewSet
+
+    from .workloads import WorkloadViewSet
+
+    router.register("workloads", WorkloadViewSet, basename="workload")
+    router.register("node-health", NodeHealthViewSet, basename="node-health")

@@ -4,11 +4,15 @@ kmock is asyncio-based; the official `kubernetes` client blocks. The emulator th
 event loop in a thread and the test talks to it over real HTTP on 127.0.0.1, exactly as the backend
 talks to a real API server.
 
-Two gaps of the emulator are bridged here, and only these (docs/kubernetes-backend.md lists what the
+Three gaps of the emulator are bridged here, and only these (docs/kubernetes-backend.md lists what the
 emulator still cannot prove):
 - server-side apply creates a missing object (kmock answers a PATCH to a missing object with 404);
 - paths of Namespace objects themselves (/api/v1/namespaces/<name>) are read by kmock as "inside
-  namespace <name>"; they are parsed as the `namespaces` resource instead.
+  namespace <name>"; they are parsed as the `namespaces` resource instead;
+- the Eviction subresource (POST /api/v1/namespaces/<ns>/pods/<name>/eviction) is served the way the
+  API server serves it: the pod is deleted only when every PodDisruptionBudget selecting it allows one
+  more disruption, otherwise 429 with the API server's message (the disruption controller's
+  `disruptionsAllowed`, computed here on the spot from the pods that are Running and not terminating).
 """
 
 from __future__ import annotations
@@ -33,8 +37,80 @@ def _parse_path(path: str) -> parsing.ParsedPath:
     return _original_parse_path(path)
 
 
+PDB_VIOLATION = "Cannot evict pod as it would violate the pod's disruption budget."
+
+
+def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    """A LabelSelector (matchLabels + matchExpressions In/NotIn/Exists/DoesNotExist) against labels."""
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+        if op == "In" and labels.get(key) not in values:
+            return False
+        if op == "NotIn" and labels.get(key) in values:
+            return False
+        if op == "Exists" and key not in labels:
+            return False
+        if op == "DoesNotExist" and key in labels:
+            return False
+    return True
+
+
+def _percent_or_int(value: Any, total: int, *, round_up: bool) -> int:
+    if isinstance(value, str) and value.endswith("%"):
+        share = int(value[:-1]) * total
+        return -(-share // 100) if round_up else share // 100
+    return int(value)
+
+
+def disruptions_allowed(pdb: dict[str, Any], pods: list[dict[str, Any]]) -> int:
+    """What the disruption controller would publish as status.disruptionsAllowed for these pods."""
+    spec = pdb.get("spec") or {}
+    selected = [p for p in pods if _selects(spec.get("selector") or {}, (p.get("metadata") or {}).get("labels") or {})]
+    healthy = sum(1 for p in selected if (p.get("status") or {}).get("phase") == "Running"
+                  and not (p.get("metadata") or {}).get("deletionTimestamp"))
+    expected = len(selected)
+    if "minAvailable" in spec:
+        return healthy - _percent_or_int(spec["minAvailable"], expected, round_up=True)
+    if "maxUnavailable" in spec:
+        return _percent_or_int(spec["maxUnavailable"], expected, round_up=True) - (expected - healthy)
+    return expected
+
+
 class SSAEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
+    async def _evict(self, request: Any) -> Any:
+        from aiohttp import web
+        from kmock._internal.k8s import KubernetesError, KubernetesObjectNotFoundError
+
+        async with self._lock:
+            pod_key = next((key for key in self._objects
+                            if key[0].plural == "pods" and key[1] == request.namespace and key[2] == request.name
+                            and not self._objects[key].deleted), None)
+            if pod_key is None:
+                raise KubernetesObjectNotFoundError()
+            pod = self._objects[pod_key].raw
+            pods = [obj.raw for key, obj in self._objects.items()
+                    if key[0].plural == "pods" and key[1] == request.namespace and not obj.deleted]
+            labels = (pod.get("metadata") or {}).get("labels") or {}
+            for key, obj in self._objects.items():
+                if key[0].plural != "poddisruptionbudgets" or key[1] != request.namespace or obj.deleted:
+                    continue
+                pdb = obj.raw
+                if not _selects((pdb.get("spec") or {}).get("selector") or {}, labels):
+                    continue
+                if disruptions_allowed(pdb, pods) <= 0:
+                    raise KubernetesError(status=429, reason="TooManyRequests", message=PDB_VIOLATION,
+                                          details={"causes": [{"reason": "DisruptionBudget", "message":
+                                                   f"The disruption budget {key[2]} needs more healthy pods"}]})
+            self._objects[pod_key].delete()
+            await self._buses[pod_key[0]].put({"type": "DELETED", "object": pod})
+        return web.json_response({"apiVersion": "v1", "kind": "Status", "status": "Success", "code": 201},
+                                 status=201)
+
     async def _handle(self, request: Any) -> Any:
+        if request.subresource == "eviction" and str(request.method) in {"POST", "method.POST"}:
+            return await self._evict(request)
         content_type = {k.lower(): v for k, v in request.headers.items()}.get("content-type", "")
         if (
             request.resource is not None
@@ -103,6 +179,11 @@ RESOURCES.update({
     "apiextensions.k8s.io/v1/customresourcedefinitions": ("CustomResourceDefinition", False),
     "admissionregistration.k8s.io/v1/mutatingwebhookconfigurations": ("MutatingWebhookConfiguration", False),
     "karpenter.k8s.aws/v1/ec2nodeclasses": ("EC2NodeClass", False),
+    # Node health remediation (scheduling.nodehealth) and pending explanations (scheduling.pending).
+    "v1/pods": ("Pod", True),
+    "v1/events": ("Event", True),
+    "batch/v1/jobs": ("Job", True),
+    "policy/v1/poddisruptionbudgets": ("PodDisruptionBudget", True),
 })
 
 

@@ -35,6 +35,7 @@ INSTALLED_APPS = [
     "gpufleet.portal",
     "tenants",
     "scheduling",
+    "scheduling.nodehealth",
     "billing",
 ]
 
@@ -230,6 +231,10 @@ CELERY_TASK_TIME_LIMIT = int(env("CELERY_TASK_TIME_LIMIT", "1800") or 1800)
 GPUFLEET_RECONCILE_ALL_SECONDS = int(env("GPUFLEET_RECONCILE_ALL_SECONDS", "300") or 300)
 # Fleet sync (scheduling.sync_fleet): re-apply everything, repair and count drift, record a SyncRun.
 GPUFLEET_SYNC_FLEET_SECONDS = int(env("GPUFLEET_SYNC_FLEET_SECONDS", "600") or 600)
+# Node health pass (scheduling.nodehealth.tasks): classify GPU nodes and remediate within the limits; 0 = off.
+GPUFLEET_NODE_HEALTH_SECONDS = int(env("GPUFLEET_NODE_HEALTH_SECONDS", "300") or 0)
+# The DCGM label that names the node (dcgm-exporter sets Hostname from NODE_NAME).
+GPUFLEET_DCGM_NODE_LABEL = env("GPUFLEET_DCGM_NODE_LABEL", "Hostname")
 # Days of recorded demand a quota request's simulation replays (scheduling/quota_simulation.py).
 GPUFLEET_QUOTA_SIMULATION_DAYS = int(env("GPUFLEET_QUOTA_SIMULATION_DAYS", "7") or 7)
 

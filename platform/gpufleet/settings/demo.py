@@ -17,6 +17,8 @@ GPUFLEET_PASSWORD_LOGIN = True
 GPUFLEET_AUTO_MIGRATE = True
 GPUFLEET_GITOPS_REPO = env("GPUFLEET_GITOPS_REPO", str(VAR_DIR / "gitops"))
 GPUFLEET_RECONCILE_ALL_SECONDS = int(env("GPUFLEET_RECONCILE_ALL_SECONDS", "60") or 60)
+# The demo has no cluster to read node health from.
+GPUFLEET_NODE_HEALTH_SECONDS = int(env("GPUFLEET_NODE_HEALTH_SECONDS", "0") or 0)
 # The demo has no identity provider or cluster; tenants' vClusters and kubeconfigs name this reserved
 # (.invalid) issuer so `gpufleet render`/`gpufleet kubeconfig` show their real shape. Set it for real use.
 GPUFLEET_VCLUSTER_OIDC_ISSUER = env("GPUFLEET_VCLUSTER_OIDC_ISSUER", "https://login.demo.gpufleet.invalid")

@@ -1,0 +1,19 @@
+"""The cluster and TSDB clients node health uses (one place, so tests point them at the emulator / a real
+VictoriaMetrics). Remediation always talks to the Kubernetes API directly, in GitOps mode too: the
+kubeconfig in GPUFLEET_KUBECONFIG (+ GPUFLEET_KUBE_CONTEXT) or the pod's service account."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from infra.kube.backend import KubernetesBackend
+from infra.kube.nodes import ClusterOps
+from infra.metrics import MetricsClient
+
+
+def cluster_ops() -> ClusterOps:
+    return ClusterOps(KubernetesBackend.from_settings(settings))
+
+
+def metrics_client() -> MetricsClient:
+    return MetricsClient.from_env()
