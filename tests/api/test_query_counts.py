@@ -295,6 +295,13 @@ EXEMPT = {
     "billing:reconciliation": "OpenCost (an external service)",
     "billing:invoice-finalize": "POST", "billing:invoice-void": "POST", "billing:invoice-reissue": "POST",
     "billing:exports": "a file download",
+    # Read from a live cluster's API and the TSDB (tests/nodehealth), not from rows of this database.
+    "node-health-list": "the cluster's nodes and the TSDB (external), tests/nodehealth",
+    "scheduling:node-health": "the cluster's nodes and the TSDB (external), tests/nodehealth",
+    "scheduling:node-uncordon": "POST",
+    "workload-list": "the tenant's Workloads from the cluster API (external), tests/nodehealth",
+    "workload-detail": "one Workload from the cluster API (external), tests/nodehealth",
+    "scheduling:tenant-workloads": "the tenant's Workloads from the cluster API (external), tests/nodehealth",
 }
 
 
