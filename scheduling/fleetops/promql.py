@@ -1,0 +1,243 @@
+"""Activity and idle queries, built on billing's metering query layer (`billing.metering.promql`).
+
+Pure: builds PromQL/MetricsQL text; no Django, no I/O. The slot grid, the 1 ms window shift, gap
+bridging (`held(k)`), HA replica collapse (`max by (identity)`), old label names and the `pod!=""`
+filter (absent and empty pod labels never match) are billing's, reused through `Queries`; this module
+only adds the activity side. Every expression here can be evaluated for slot k + d (d = `shift`, in
+slots) so the idle edges below compare a slot with its neighbours.
+
+Activity at slot k is the last sample of the activity metric in slots k-N..k, i.e. the value the
+exporter reported in that slot or, across a bridged gap, the one before it (the same carry-over billing
+uses for HAMi shares). Signals, per allocation:
+
+* `profiling`: `DCGM_FI_PROF_GR_ENGINE_ACTIVE` (0..1) and `DCGM_FI_PROF_DRAM_ACTIVE` (0..1). MIG instances
+  report these too. A slot is idle when BOTH are below their thresholds (a memory-bound job has low
+  engine activity but high DRAM activity).
+* `gpu_util`: `DCGM_FI_DEV_GPU_UTIL` (0..100) where the allocation reports no profiling metric in the
+  lookback, never for MIG (not reported for MIG instances; the selector also requires `GPU_I_PROFILE=""`).
+
+HAMi shares: a share's allocation (billing's share fraction x held slot) with the activity of its
+physical device (`UUID` = `device_uuid`), since DCGM measures the device, not the container.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+from billing.metering.promql import (
+    DCGM_GROUP,
+    DCGM_IDENTITY,
+    HAMI_DEVICE_MEMORY,
+    HAMI_GROUP,
+    HAMI_IDENTITY,
+    HAMI_MEMORY,
+    SHIFT_MS,
+    Queries,
+    QuerySettings,
+    _old_to_new,
+)
+
+GR_ENGINE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+DRAM = "DCGM_FI_PROF_DRAM_ACTIVE"
+GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
+FB_USED = "DCGM_FI_DEV_FB_USED"
+MIB = 1024 * 1024
+# GPU_UTIL is never used for MIG instances (dcgm-exporter does not report it for them; be sure anyway).
+NOT_MIG = ', GPU_I_PROFILE=""'
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Idle when activity is below these (fractions 0..1; GPU_UTIL is compared as a percentage)."""
+
+    engine: Decimal = Decimal("0.05")
+    dram: Decimal = Decimal("0.05")
+    gpu_util: Decimal = Decimal("0.05")
+
+    def __post_init__(self) -> None:
+        for name in ("engine", "dram", "gpu_util"):
+            value = getattr(self, name)
+            if not isinstance(value, Decimal) or not (0 < value <= 1):
+                raise ValueError(f"{name} threshold must be a Decimal in (0, 1]")
+
+
+def _by(labels: tuple[str, ...]) -> str:
+    return ", ".join(labels)
+
+
+def _ns_filter(prefix: str, namespaces: tuple[str, ...] | None) -> str:
+    """A namespace regex: every tenant namespace, or only the given ones."""
+    if namespaces is not None:
+        return "|".join(namespaces) or "^$"
+    return f"{prefix}.+"
+
+
+# MetricsQL templates (VictoriaMetrics expands them before evaluating): the old-label relabelling.
+WITH_HEADER = "WITH (rl(q) = " + _old_to_new("q") + ")\n"
+
+
+def with_templates(expr: str) -> str:
+    return WITH_HEADER + expr
+
+
+class ActivityQueries(Queries):
+    """Billing's queries plus activity, memory and idle edges for one tenant selection.
+
+    `namespaces`: only these tenant namespaces (a per-tenant threshold group); `exclude`: every tenant
+    namespace except these (the fleet-default group). Both are exact names, regex-escaped by the caller."""
+
+    def __init__(self, settings: QuerySettings, thresholds: Thresholds = Thresholds(), *,
+                 namespaces: tuple[str, ...] | None = None, exclude: tuple[str, ...] = ()) -> None:
+        super().__init__(settings)
+        self.thresholds = thresholds
+        ns = _ns_filter(settings.namespace_prefix, namespaces)
+        self.ns_match = f'=~"{ns}"'
+        self.ns_exclude = f', namespace!~"{"|".join(exclude)}"' if exclude else ""
+        self.ns_exclude_old = f', pod_namespace!~"{"|".join(exclude)}"' if exclude else ""
+        # Narrow billing's selectors to the selection (the usage metric marks an allocation as held).
+        metric = settings.usage_metric
+        self.dcgm_new = f'{{__name__="{metric}", namespace{self.ns_match}, pod!=""{self.ns_exclude}}}'
+        self.dcgm_old = f'{{__name__="{metric}", pod_namespace{self.ns_match}, pod_name!=""{self.ns_exclude_old}}}'
+        self.hami_any = (f'{{__name__=~"{HAMI_MEMORY}|hami_vgpu_core_allocated_ratio", namespace{self.ns_match}, '
+                         f'pod!=""{self.ns_exclude}}}')
+        self.hami_memory = f'{HAMI_MEMORY}{{namespace{self.ns_match}, pod!=""{self.ns_exclude}}}'
+        self.hami_cores = f'hami_vgpu_core_allocated_ratio{{namespace{self.ns_match}, pod!=""{self.ns_exclude}}}'
+
+    # -- windows shifted by `shift` slots ---------------------------------------------------------
+    def _win(self, slots: int, offset_slots: int) -> str:
+        return f"[{slots * self.s}s] offset {offset_slots * self.s * 1000 + SHIFT_MS}ms"
+
+    def _metric(self, metric: str, func: str, slots: int, offset_slots: int, extra: str = "",
+                agg: str = "max") -> str:
+        """`func` over an attributed DCGM metric, both label schemes, replicas collapsed. The old names
+        are relabelled by the `rl` template of `WITH_HEADER` (queries must stay under VictoriaMetrics'
+        -search.maxQueryLen, 16 KiB by default)."""
+        window = self._win(slots, offset_slots)
+        new = f'{func}({metric}{{namespace{self.ns_match}, pod!=""{self.ns_exclude}{extra}}}{window})'
+        old = (f'rl({func}({metric}{{pod_namespace{self.ns_match}, pod_name!=""'
+               f'{self.ns_exclude_old}{extra}}}{window}))')
+        return f"{agg} by ({_by(DCGM_IDENTITY)}) ({new} or {old})"
+
+    def _dcgm_rollup(self, func: str, slots: int, offset_slots: int, agg: str = "max") -> str:
+        metric = self.settings.usage_metric
+        return self._metric(metric, func, slots, offset_slots, agg=agg)
+
+    def held(self, shift: int = 0) -> str:
+        """1 per DCGM identity for every held slot k + shift (billing's bridging; HAMi GPUs removed)."""
+        def rollup(func: str, slots: int, offset_slots: int, agg: str = "max") -> str:
+            return self._dcgm_rollup(func, slots, offset_slots - shift, agg)
+        return f"(({self._held(rollup)}) unless on (UUID) ({self._hami_devices(shift)}))"
+
+    def _hami_devices(self, shift: int) -> str:
+        span = 2 * self.n + 3
+        inner = (f"max by (device_uuid) (present_over_time({HAMI_DEVICE_MEMORY}"
+                 f"{self._win(span, -(self.n + 1) - shift)}))")
+        return f'label_replace({inner}, "UUID", "$1", "device_uuid", "(.+)")'
+
+    def _last(self, metric: str, shift: int, extra: str = "") -> str:
+        return self._metric(metric, "last_over_time", self.n + 1, -shift, extra)
+
+    def activity(self, shift: int = 0) -> str:
+        """Per DCGM identity: engine activity 0..1 with a `signal` label (profiling | gpu_util)."""
+        prof = self._last(GR_ENGINE, shift)
+        util = f'({self._last(GPU_UTIL, shift, NOT_MIG)} / 100)'
+        return (f'label_replace({prof}, "signal", "profiling", "", "") or on ({_by(DCGM_IDENTITY)}) '
+                f'label_replace({util}, "signal", "gpu_util", "", "")')
+
+    def idle_signal(self, shift: int = 0) -> str:
+        """Per DCGM identity with a `signal` label, value = FB_USED MiB, for slots k + shift that are idle."""
+        t = self.thresholds
+        prof = (f"(({self._last(GR_ENGINE, shift)}) < {t.engine}) and on ({_by(DCGM_IDENTITY)}) "
+                f"(({self._last(DRAM, shift)}) < {t.dram})")
+        util = (f'((({self._last(GPU_UTIL, shift, NOT_MIG)}) < {t.gpu_util * 100}) '
+                f"unless on ({_by(DCGM_IDENTITY)}) ({self._last(GR_ENGINE, shift)}))")
+        idle = (f'(label_replace({prof}, "signal", "profiling", "", "") or '
+                f'label_replace({util}, "signal", "gpu_util", "", ""))')
+        memory = f"(({self._last(FB_USED, shift)}) or on ({_by(DCGM_IDENTITY)}) ({self.held(shift)} * 0))"
+        # value := MiB held (idle x 0 + memory), labels := the idle side's (with `signal`)
+        return (f"(({idle} * 0) + on ({_by(DCGM_IDENTITY)}) group_left () ({memory})) "
+                f"and on ({_by(DCGM_IDENTITY)}) ({self.held(shift)})")
+
+    def _edges(self, here: str, on: str) -> str:
+        s = self.s
+        before = f"last_over_time(e[{s}s:{s}s] offset {s}s)"
+        after = f"last_over_time(e[{s}s:{s}s] offset -{s}s)"
+        return with_templates(
+            f"WITH (e = ({here}))\n"
+            f'label_replace(e unless {on} {before}, "edge", "start", "", "") or '
+            f'label_replace(e unless {on} {after}, "edge", "end", "", "") or '
+            f'label_replace(e != {on} {before}, "edge", "change", "", "")')
+
+    def idle_edges(self) -> str:
+        """Range query at step s: the first slot of each idle run (edge=start), its last (edge=end) and
+        slots where the memory held changed inside a run (edge=change); value = MiB held at that slot.
+        The neighbours k-1 and k+1 are one-slot subqueries of the same expression."""
+        return self._edges(self.idle_signal(0), f"on ({_by(DCGM_IDENTITY)}, signal)")
+
+    # -- HAMi ---------------------------------------------------------------------------------------
+    def _device_last(self, metric: str, shift: int, extra: str = "") -> str:
+        """Device-level activity (any series of the GPU, attributed or not), keyed by `device_uuid`."""
+        window = self._win(self.n + 1, -shift)
+        new = f'max by (UUID) (last_over_time({metric}{{UUID!=""{extra}}}{window}))'
+        old = f'max by (uuid) (last_over_time({metric}{{uuid!=""{extra}}}{window}))'
+        both = f'{new} or label_replace({old}, "UUID", "$1", "uuid", "(.+)")'
+        return f'label_replace(max by (UUID) ({both}), "device_uuid", "$1", "UUID", "(.+)")'
+
+    def hami_held(self, shift: int = 0) -> str:
+        def rollup(func: str, slots: int, offset_slots: int, agg: str = "max") -> str:
+            return self._hami_rollup(func, slots, offset_slots - shift, agg)
+        return f"({self._held(rollup)})"
+
+    def hami_device_idle(self, shift: int = 0) -> str:
+        t = self.thresholds
+        prof = (f"(({self._device_last(GR_ENGINE, shift)}) < {t.engine}) and on (device_uuid) "
+                f"(({self._device_last(DRAM, shift)}) < {t.dram})")
+        util = (f"(({self._device_last(GPU_UTIL, shift)}) < {t.gpu_util * 100}) unless on (device_uuid) "
+                f"({self._device_last(GR_ENGINE, shift)})")
+        return (f'max by (device_uuid, signal) (label_replace({prof}, "signal", "profiling", "", "") or '
+                f'label_replace({util}, "signal", "gpu_util", "", ""))')
+
+    def hami_idle_signal(self, shift: int = 0) -> str:
+        """Per HAMi share with `signal`, value = allocated MiB, for slots k + shift whose device is idle."""
+        window = self._win(self.n + 1, -shift)
+        memory = f"(max by ({_by(HAMI_IDENTITY)}) (last_over_time({self.hami_memory}{window})) / {MIB})"
+        held = self.hami_held(shift)
+        device_type = (f"group by (device_uuid, device_type) "
+                       f"(last_over_time({HAMI_DEVICE_MEMORY}{self._win(self.n + 1, -shift)}))")
+        return (f"((({memory}) and on ({_by(HAMI_IDENTITY)}) ({held})) * on (device_uuid) group_left (signal) "
+                f"(({self.hami_device_idle(shift)}) * 0 + 1) * on (device_uuid) group_left (device_type) "
+                f"{device_type})")
+
+    def hami_idle_edges(self) -> str:
+        return self._edges(self.hami_idle_signal(0), f"on ({_by(HAMI_IDENTITY)}, signal, device_type)")
+
+    # -- hourly utilisation (range query, step 1h, at hour ends) --------------------------------------
+    def active_hourly_slots(self) -> str:
+        """Σ activity over held slots per (tenant namespace, model, MIG profile, signal) in the hour."""
+        per_slot = f"(({self.held()}) * on ({_by(DCGM_IDENTITY)}) group_left (signal) ({self.activity()}))"
+        return f"sum by ({_by(DCGM_GROUP)}) (sum_over_time({per_slot}[3600s:{self.s}s]))"
+
+    def memory_hourly_slots(self) -> str:
+        """Σ FB_USED MiB over held slots per (tenant namespace, model, MIG profile) in the hour."""
+        per_slot = f"(({self.held()}) * on ({_by(DCGM_IDENTITY)}) ({self._last(FB_USED, 0)}))"
+        return f"sum by ({_by(DCGM_GROUP)}) (sum_over_time({per_slot}[3600s:{self.s}s]))"
+
+    def hami_active_hourly_share_slots(self) -> str:
+        """Σ share x device activity over held slots per (tenant namespace, HAMi device type)."""
+        device_act = (f"(({self._device_last(GR_ENGINE, 0)}) or on (device_uuid) "
+                      f"({self._device_last(GPU_UTIL, 0)} / 100))")
+        per_slot = f"(({self.hami_share_slot()}) * on (device_uuid) group_left () ({device_act}))"
+        device_type = (f"group by (device_uuid, device_type) "
+                       f"(last_over_time({HAMI_DEVICE_MEMORY}[3600s] offset {SHIFT_MS}ms))")
+        return (f"sum by ({_by(HAMI_GROUP)}) (sum_over_time({per_slot}[3600s:{self.s}s])"
+                f" * on (device_uuid) group_left (device_type) {device_type})")
+
+    def hami_memory_hourly_slots(self) -> str:
+        window = self._win(self.n + 1, 0)
+        memory = f"(max by ({_by(HAMI_IDENTITY)}) (last_over_time({self.hami_memory}{window})) / {MIB})"
+        per_slot = f"(({memory}) and on ({_by(HAMI_IDENTITY)}) ({self.hami_held()}))"
+        device_type = (f"group by (device_uuid, device_type) "
+                       f"(last_over_time({HAMI_DEVICE_MEMORY}[3600s] offset {SHIFT_MS}ms))")
+        return (f"sum by ({_by(HAMI_GROUP)}) (sum_over_time({per_slot}[3600s:{self.s}s])"
+                f" * on (device_uuid) group_left (device_type) {device_type})")
