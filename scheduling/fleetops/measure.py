@@ -4,9 +4,12 @@
   (`billing.metering.usage.measure_report`, unchanged), active seconds (allocation x activity, see
   `promql`), and MiB-seconds of memory held.
 * `idle_runs(...)`: every contiguous idle run of an allocation (DCGM identity or HAMi share) in a window.
-  The TSDB returns only the run edges — the first and last idle slot of each run and the slots where the
-  memory held changed inside one — so the answer is proportional to the number of runs, not of slots;
-  Python pairs the edges. Minimum durations are applied by the caller (they are per tenant).
+  The TSDB evaluates the idle condition once per slot and returns, per allocation and block of
+  `MASK_SLOTS` slots that has an idle slot, a bit mask of the idle slots and the peak memory held in them;
+  Python joins the masks into runs (bit operations, no per-slot loop for whole blocks). Minimum
+  durations are applied by the caller (they are per tenant). The peak memory of a run is the maximum
+  over the idle slots of the blocks it touches (another, shorter idle run of the same allocation in a
+  block it shares would count too).
 
 Slot k covers [k·s - s, k·s) (billing's grid); a range query at step s evaluated at t = k·s reports slot k.
 """
@@ -23,13 +26,12 @@ from billing.metering import usage as billing_usage
 from billing.metering.promql import DCGM_IDENTITY, HAMI_IDENTITY, QuerySettings
 from billing.metering.usage import HAMI, MIG, WHOLE, FlavorIndex, FlavorSpec, MeteringInputError, RangeQuerier
 
-from .promql import ActivityQueries, Thresholds, with_templates
+from .promql import MASK_SLOTS, ActivityQueries, Thresholds, with_templates
 
 HOUR = timedelta(hours=1)
 TENANT_PREFIX = billing_usage.TENANT_PREFIX
 # VictoriaMetrics refuses range answers over -search.maxPointsPerTimeseries (30,000 by default).
 EDGE_POINT_BUDGET = 20_000
-EDGE_ORDER = {"start": 0, "change": 1, "end": 2}
 
 
 @dataclass(frozen=True)
@@ -190,33 +192,26 @@ def idle_runs(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: dateti
 def _runs_of(client: RangeQuerier, queries: ActivityQueries, index: FlavorIndex, start: datetime, end: datetime,
              s: int, hami: bool) -> list[IdleRun]:
     identity = HAMI_IDENTITY if hami else DCGM_IDENTITY
-    edges_query = queries.hami_idle_edges() if hami else queries.idle_edges()
-    here_query = with_templates(queries.hami_idle_signal() if hami else queries.idle_signal())
-    points: dict[tuple[tuple[str, str], ...], list[tuple[int, int, str, Decimal]]] = defaultdict(list)
+    query = queries.idle_masks(hami)
+    block = s * MASK_SLOTS
+    masks: dict[tuple[tuple[str, str], ...], dict[int, int]] = defaultdict(dict)
+    peaks: dict[tuple[tuple[str, str], ...], dict[int, Decimal]] = defaultdict(dict)
     labels_of: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
-
-    def key(labels: dict[str, str]) -> tuple[tuple[str, str], ...]:
-        k = tuple((name, labels.get(name, "")) for name in (*identity, "signal", "device_type"))
-        labels_of.setdefault(k, dict(labels))
-        return k
-
-    first = start + timedelta(seconds=s)
-    # Runs already going at the window start have no start edge inside it: ask for slot 1 directly.
-    for series in client.range(here_query, first, first, s):
-        for sample in series.samples:
-            points[key(series.labels)].append((int(sample.timestamp), -1, "open", sample.value))
-    step_budget = timedelta(seconds=s * EDGE_POINT_BUDGET)
-    cursor = start
-    while cursor < end:
-        upper = min(cursor + step_budget, end)
-        for series in client.range(edges_query, cursor + timedelta(seconds=s), upper, s):
-            edge = series.labels.get("edge", "")
-            for sample in series.samples:
-                points[key(series.labels)].append((int(sample.timestamp), EDGE_ORDER[edge], edge, sample.value))
-        cursor = upper
     window_start, window_end = int(start.timestamp()), int(end.timestamp())
+    first_t = window_start - window_start % block + block
+    last_t = -(-window_end // block) * block
+    cursor = first_t
+    while cursor <= last_t:
+        upper = min(cursor + block * (EDGE_POINT_BUDGET - 1), last_t)
+        for series in client.range(query, _at(cursor), _at(upper), block):
+            k = tuple((name, series.labels.get(name, "")) for name in (*identity, "signal", "device_type"))
+            labels_of.setdefault(k, dict(series.labels))
+            into = masks[k] if series.labels.get("part") == "mask" else peaks[k]
+            for sample in series.samples:
+                into[int(sample.timestamp)] = int(sample.value) if into is masks[k] else sample.value
+        cursor = upper + block
     out = []
-    for k, items in points.items():
+    for k, blocks in masks.items():
         labels = labels_of[k]
         tenant = _tenant(labels.get("namespace", ""))
         if hami:
@@ -225,41 +220,56 @@ def _runs_of(client: RangeQuerier, queries: ActivityQueries, index: FlavorIndex,
             flavor = index.dcgm(labels.get("modelName", ""), labels.get("GPU_I_PROFILE", ""))
         if tenant is None or flavor is None:
             continue
-        for run_start, run_end, peak in _pair(sorted(items), s, window_start, window_end):
+        for run_start, run_end, peak in _runs_from_masks(blocks, peaks[k], s, window_start, window_end):
             out.append(IdleRun(
                 start=datetime.fromtimestamp(run_start, tz=UTC), tenant_slug=tenant,
                 namespace=labels.get("namespace", ""), pod=labels.get("pod", ""),
                 container=labels.get("container", labels.get("container_index", "")),
                 device=labels.get("device_uuid" if hami else "UUID", ""),
                 mig_instance=labels.get("GPU_I_ID", "") if flavor.mode == MIG else "",
-                flavor=flavor.name, mode=flavor.mode if flavor.mode in (WHOLE, MIG, HAMI) else WHOLE,
-                signal=labels.get("signal", ""), end=datetime.fromtimestamp(run_end, tz=UTC),
-                ongoing=run_end >= window_end, idle_seconds=run_end - run_start,
-                memory_mib=peak, weight=flavor.weight))
+                flavor=flavor.name, mode=flavor.mode, signal=labels.get("signal", ""),
+                end=datetime.fromtimestamp(run_end, tz=UTC), ongoing=run_end >= window_end,
+                idle_seconds=run_end - run_start, memory_mib=peak, weight=flavor.weight))
     return out
 
 
-def _pair(items: list[tuple[int, int, str, Decimal]], s: int, window_start: int,
-          window_end: int) -> Iterable[tuple[int, int, Decimal]]:
-    """(start, end exclusive, peak MiB) of each run from its edges, in time order."""
-    open_at: int | None = None
+def _at(unix: int) -> datetime:
+    return datetime.fromtimestamp(unix, tz=UTC)
+
+
+def _runs_from_masks(blocks: dict[int, int], peaks: dict[int, Decimal], s: int, window_start: int,
+                     window_end: int) -> Iterable[tuple[int, int, Decimal]]:
+    """(start, end exclusive, peak MiB) of each idle run, clipped to the window, from per-block masks."""
+    full = (1 << MASK_SLOTS) - 1
+    run_start: int | None = None
+    run_end = 0
     peak = Decimal(0)
-    for t, _, edge, value in items:
-        if edge == "open":
-            open_at, peak = window_start, value
-        elif edge == "start":
-            if open_at is None:
-                open_at, peak = t - s, value
-            else:
-                peak = max(peak, value)
-        elif edge == "change":
-            if open_at is None:  # the run began before the window and the slot-1 probe missed it
-                open_at, peak = window_start, value
-            peak = max(peak, value)
-        else:  # end
-            if open_at is None:
-                open_at, peak = window_start, value
-            yield open_at, t, max(peak, value)
-            open_at = None
-    if open_at is not None:
-        yield open_at, window_end, peak
+    for t in sorted(blocks):
+        mask, block_start = blocks[t], t - s * MASK_SLOTS
+        # Slot ending at τ has bit (τ / s) mod MASK_SLOTS; the block's slots end at block_start + s .. t.
+        rotate = ((block_start // s) + 1) % MASK_SLOTS
+        ordered = ((mask >> rotate) | (mask << (MASK_SLOTS - rotate))) & full  # bit j = j-th slot of block
+        j = 0
+        while j < MASK_SLOTS:
+            if not ordered >> j & 1:
+                nxt = (ordered >> j)
+                if not nxt:
+                    break
+                j += (nxt & -nxt).bit_length() - 1
+                continue
+            ones = (~ordered >> j) & full
+            length = (ones & -ones).bit_length() - 1 if ones else MASK_SLOTS - j
+            a = max(block_start + j * s, window_start)
+            b = min(block_start + (j + length) * s, window_end)
+            j += length
+            if a >= b:
+                continue
+            if run_start is not None and a == run_end:
+                run_end = b
+                peak = max(peak, peaks.get(t, Decimal(0)))
+                continue
+            if run_start is not None:
+                yield run_start, run_end, peak
+            run_start, run_end, peak = a, b, peaks.get(t, Decimal(0))
+    if run_start is not None:
+        yield run_start, run_end, peak

@@ -44,6 +44,8 @@ GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
 FB_USED = "DCGM_FI_DEV_FB_USED"
 MIB = 1024 * 1024
 # GPU_UTIL is never used for MIG instances (dcgm-exporter does not report it for them; be sure anyway).
+# Idle masks cover this many slots per point (exact in a float64: < 2**53).
+MASK_SLOTS = 40
 NOT_MIG = ', GPU_I_PROFILE=""'
 
 
@@ -159,21 +161,18 @@ class ActivityQueries(Queries):
         return (f"(({idle} * 0) + on ({_by(DCGM_IDENTITY)}) group_left () ({memory})) "
                 f"and on ({_by(DCGM_IDENTITY)}) ({self.held(shift)})")
 
-    def _edges(self, here: str, on: str) -> str:
-        s = self.s
-        before = f"last_over_time(e[{s}s:{s}s] offset {s}s)"
-        after = f"last_over_time(e[{s}s:{s}s] offset -{s}s)"
+    def idle_masks(self, hami: bool = False) -> str:
+        """Range query at step B = `MASK_SLOTS` x s: per allocation (and signal), a bit mask of the idle
+        slots of the block ending at t (bit i = the slot whose end τ has (τ / s) mod MASK_SLOTS = i),
+        and, as `part="peak"`, the peak MiB held in those idle slots. The idle expression is evaluated
+        once per slot (one subquery each); only blocks with an idle slot come back."""
+        s, block = self.s, self.s * MASK_SLOTS
+        here = self.hami_idle_signal(0) if hami else self.idle_signal(0)
         return with_templates(
             f"WITH (e = ({here}))\n"
-            f'label_replace(e unless {on} {before}, "edge", "start", "", "") or '
-            f'label_replace(e unless {on} {after}, "edge", "end", "", "") or '
-            f'label_replace(e != {on} {before}, "edge", "change", "", "")')
-
-    def idle_edges(self) -> str:
-        """Range query at step s: the first slot of each idle run (edge=start), its last (edge=end) and
-        slots where the memory held changed inside a run (edge=change); value = MiB held at that slot.
-        The neighbours k-1 and k+1 are one-slot subqueries of the same expression."""
-        return self._edges(self.idle_signal(0), f"on ({_by(DCGM_IDENTITY)}, signal)")
+            f'label_replace(sum_over_time((e * 0 + 2 ^ ((time() / {s}) % {MASK_SLOTS}))[{block}s:{s}s]), '
+            f'"part", "mask", "", "") or '
+            f'label_replace(max_over_time(e[{block}s:{s}s]), "part", "peak", "", "")')
 
     # -- HAMi ---------------------------------------------------------------------------------------
     def _device_last(self, metric: str, shift: int, extra: str = "") -> str:
@@ -208,9 +207,6 @@ class ActivityQueries(Queries):
         return (f"((({memory}) and on ({_by(HAMI_IDENTITY)}) ({held})) * on (device_uuid) group_left (signal) "
                 f"(({self.hami_device_idle(shift)}) * 0 + 1) * on (device_uuid) group_left (device_type) "
                 f"{device_type})")
-
-    def hami_idle_edges(self) -> str:
-        return self._edges(self.hami_idle_signal(0), f"on ({_by(HAMI_IDENTITY)}, signal, device_type)")
 
     # -- hourly utilisation (range query, step 1h, at hour ends) --------------------------------------
     def active_hourly_slots(self) -> str:
