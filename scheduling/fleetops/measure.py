@@ -24,7 +24,7 @@ from decimal import Decimal
 
 from billing.metering import usage as billing_usage
 from billing.metering.promql import DCGM_IDENTITY, HAMI_IDENTITY, QuerySettings
-from billing.metering.usage import HAMI, MIG, WHOLE, FlavorIndex, FlavorSpec, MeteringInputError, RangeQuerier
+from billing.metering.usage import HAMI, MIG, FlavorIndex, FlavorSpec, MeteringInputError, RangeQuerier
 
 from .promql import MASK_SLOTS, ActivityQueries, Thresholds, with_templates
 

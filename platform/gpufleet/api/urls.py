@@ -19,6 +19,8 @@ EXTRA_ROOT_ENTRIES = {
     "billing/reconciliation": "billing-reconciliation",
     "billing/exports": "billing-export",
     "sync": "sync-status",
+    "fleet/idle": "fleet-idle",
+    "fleet/utilisation": "fleet-utilisation",
 }
 
 
@@ -40,5 +42,6 @@ urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("sync/", SyncStatusView.as_view(), name="sync-status"),
     path("billing/", include("billing.api.urls")),
+    path("fleet/", include("scheduling.fleetops.api")),
     path("", include(router.urls)),
 ]

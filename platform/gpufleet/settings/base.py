@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "tenants",
     "scheduling",
     "billing",
+    "scheduling.fleetops",
 ]
 
 MIDDLEWARE = [
