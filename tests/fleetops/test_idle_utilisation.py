@@ -24,7 +24,8 @@ from tests.support.dcgm_series import Gpu, HamiGpu, HamiShare, Hold, Timeline, h
 pytestmark = pytest.mark.django_db
 
 H100, A100 = "NVIDIA H100 80GB HBM3", "NVIDIA A100 80GB PCIe"
-T0 = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(days=3)
+# 08:00-12:00 UTC three days ago: the whole trace falls in one calendar month-to-date window (pages).
+T0 = (datetime.now(UTC) - timedelta(days=3)).replace(hour=8, minute=0, second=0, microsecond=0)
 
 
 def m(minutes: int) -> datetime:
@@ -176,3 +177,18 @@ def test_notice_reaches_owners_only(fleet, settings) -> None:  # type: ignore[no
     assert alice.get("/api/v1/fleet/notices/").json() == []
     denied = alice.post("/api/v1/fleet/notices/", {"tenant": "acme", "finding": finding}, format="json")
     assert denied.status_code == 403
+
+
+def test_pages_scoped_and_show_findings(fleet, client) -> None:  # type: ignore[no-untyped-def]
+    window = {"start": iso(m(0)), "end": iso(m(240))}
+    client.force_login(fleet["alice"])
+    assert client.get("/fleet/", window).status_code == 403
+    assert client.get("/fleet/tenants/bravo/", window).status_code == 404
+    page = client.get("/fleet/tenants/acme/", window)
+    assert page.status_code == 200
+    assert b"train-1" in page.content and b"old-1" not in page.content
+    admin = factories.user("root", roles={"platform-admin"})
+    client.force_login(admin)
+    fleet_page = client.get("/fleet/", window)
+    assert fleet_page.status_code == 200
+    assert b"old-1" in fleet_page.content and b"train-1" in fleet_page.content
