@@ -31,7 +31,8 @@ class FleetSettings(models.Model):
 
     @classmethod
     def current(cls) -> FleetSettings:
-        return cls.objects.get_or_create(pk=1)[0]
+        """The row, or the defaults (unsaved, pk 1: `save()` creates it). Reading never writes."""
+        return cls.objects.filter(pk=1).first() or cls(pk=1)
 
     def snapshot(self) -> dict[str, Any]:
         return {f.name: str(getattr(self, f.name)) for f in self._meta.fields if f.name != "id"}

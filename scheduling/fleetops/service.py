@@ -15,7 +15,7 @@ from billing.metering.usage import RangeQuerier
 from billing.models import Price
 from tenants.models import Tenant
 
-from . import measure
+from . import measure, queues
 from .models import FleetSettings, TenantIdleSettings
 from .promql import Thresholds
 
@@ -136,3 +136,34 @@ def visible_tenants(user: Any) -> list[str] | None:
     if is_platform_admin(user):
         return None
     return list(Tenant.objects.for_user(user).values_list("slug", flat=True))
+
+
+def flavor_queues() -> list[queues.FlavorQueues]:
+    """Per flavor: Kueue resource, capacity and the ClusterQueues (tenant-<slug>) with quota in it."""
+    from scheduling.models import Flavor, Quota
+    from scheduling.render import cluster_queue_name
+
+    by_flavor: dict[int, list[str]] = defaultdict(list)
+    for flavor_id, slug in Quota.objects.values_list("flavor_id", "tenant__slug").order_by("tenant__slug"):
+        by_flavor[flavor_id].append(cluster_queue_name(slug))
+    return [queues.FlavorQueues(f.name, f.resource_name, f.capacity, tuple(by_flavor.get(f.pk, ())))
+            for f in Flavor.objects.order_by("name")]
+
+
+def signal_settings(fleet: FleetSettings | None = None) -> queues.SignalSettings:
+    fleet = fleet or FleetSettings.current()
+    return queues.SignalSettings(wait_seconds=fleet.queue_wait_seconds,
+                                 allocation_ratio=Decimal(fleet.allocation_ratio))
+
+
+def render_inputs() -> dict[str, Any]:
+    """Render-context contribution (tenants.render.CONTEXT_EXTRAS): the rule kind and its inputs."""
+    from django.conf import settings as django_settings
+
+    fleet = FleetSettings.current()
+    return {"fleetops": {"kind": fleet.rule_kind, "namespace": django_settings.GPUFLEET_MONITORING_NAMESPACE,
+                         "flavors": flavor_queues(), "signals": signal_settings(fleet)}}
+
+
+def capacity_signals(at: datetime, client: Any = None) -> list[queues.Signal]:
+    return queues.evaluate(client or billing_collect.metrics_client(), flavor_queues(), signal_settings(), at)
