@@ -15,6 +15,7 @@ from django.db.models import Sum
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from billing import collect as billing_collect
 from billing.metering.usage import MeteringInputError
 from gpufleet import clock
 from gpufleet.accounts.roles import is_platform_admin
@@ -22,7 +23,7 @@ from infra.errors import PermanentError, TransientError
 from scheduling.models import Flavor, InferenceEndpoint, Quota
 from tenants.models import Tenant
 
-from . import service
+from . import queues, service
 from .models import FleetSettings, IdleNotice
 
 HOURS = Decimal(3600)
@@ -66,12 +67,20 @@ def fleet(request: HttpRequest) -> HttpResponse:
         acc = per_flavor[f["flavor"]]
         acc["idle"] += Decimal(f["gpu_equivalent_seconds"]) / HOURS
         acc["idle_cost"] += f["cost"] or 0
+    signals, waits = [], {}
+    if not error:
+        try:
+            signals = service.capacity_signals(end)
+            waits = queues.wait_by_queue(billing_collect.metrics_client(), end)
+        except (TransientError, PermanentError) as exc:
+            error = f"The metrics server could not be queried: {exc}"
     quotas = dict(Quota.objects.values_list("flavor__name").annotate(n=Sum("nominal")))
     flavors = [{"flavor": f, "quota": quotas.get(f.name, 0), **{k: Decimal(v).quantize(Decimal("0.1"))
                 for k, v in per_flavor.get(f.name, {}).items()}} for f in Flavor.objects.order_by("name")]
     return render(request, "fleetops/fleet.html", {
         "start": start, "end": end, "flavors": flavors, "findings": findings, "error": error,
-        "settings": FleetSettings.current(),
+        "settings": FleetSettings.current(), "signals": signals,
+        "waits": sorted((queue, row) for queue, row in waits.items()),
         "currency": findings[0]["currency"] if findings else "",
     })
 
