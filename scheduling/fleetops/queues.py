@@ -113,7 +113,7 @@ def rule_object(kind: str, namespace: str, flavors: Sequence[FlavorQueues], cfg:
     if kind not in RULE_KINDS:
         raise ValueError(f"rule kind must be one of {', '.join(RULE_KINDS)}")
     return {
-        "apiVersion": RULE_KINDS[kind], "kind": kind,
+        "apiVersion": RULE_KINDS[kind], "kind": str(kind),
         "metadata": {"name": "gpufleet-capacity", "namespace": namespace, "labels": labels},
         "spec": {"groups": [{"name": "gpufleet-capacity", "interval": "1m", "rules": rules(flavors, cfg)}]},
     }

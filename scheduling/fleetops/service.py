@@ -161,7 +161,7 @@ def render_inputs() -> dict[str, Any]:
     from django.conf import settings as django_settings
 
     fleet = FleetSettings.current()
-    return {"fleetops": {"kind": fleet.rule_kind, "namespace": django_settings.GPUFLEET_MONITORING_NAMESPACE,
+    return {"fleetops": {"kind": str(fleet.rule_kind), "namespace": django_settings.GPUFLEET_MONITORING_NAMESPACE,
                          "flavors": flavor_queues(), "signals": signal_settings(fleet)}}
 
 
