@@ -179,13 +179,15 @@ def idle_runs(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: dateti
     groups = list(groups)
     named = tuple(ns for g in groups if g.namespaces is not None for ns in g.namespaces)
     runs: list[IdleRun] = []
+    hami_devices = _hami_devices(client, ActivityQueries(settings), start, end)
     for group in groups:
         if group.namespaces is not None and not group.namespaces:
             continue
         queries = ActivityQueries(settings, group.thresholds, namespaces=group.namespaces,
                                   exclude=named if group.namespaces is None else ())
-        for hami in (False, True):
-            runs += _runs_of(client, queries, index, start, end, s, hami)
+        runs += dcgm_idle_runs(client, queries, index, start, end, options, hami_devices)
+        if hami_devices:
+            runs += _runs_of(client, queries, index, start, end, s, True)
     return sorted(runs)
 
 
@@ -273,3 +275,126 @@ def _runs_from_masks(blocks: dict[int, int], peaks: dict[int, Decimal], s: int, 
             run_start, run_end, peak = a, b, peaks.get(t, Decimal(0))
     if run_start is not None:
         yield run_start, run_end, peak
+
+
+OLD_NAMES = {"pod_namespace": "namespace", "pod_name": "pod", "container_name": "container", "uuid": "UUID"}
+
+
+def _hami_devices(client: RangeQuerier, queries: ActivityQueries, start: datetime, end: datetime) -> set[str]:
+    """GPUs HAMi manages in the window (their DCGM series are device-level, never an allocation)."""
+    seconds = int((end - start).total_seconds())
+    found = client.range(queries.hami_devices_in(seconds + 3600), end, end, 60)
+    return {series.labels.get("device_uuid", "") for series in found}
+
+
+def _identity(labels: dict[str, str]) -> tuple[str, ...]:
+    named = {OLD_NAMES.get(k, k): v for k, v in labels.items()}
+    return tuple(named.get(name, "") for name in DCGM_IDENTITY)
+
+
+def dcgm_idle_runs(client: RangeQuerier, queries: ActivityQueries, index: FlavorIndex, start: datetime,
+                   end: datetime, options: Options, skip_devices: set[str] = frozenset()) -> list[IdleRun]:  # type: ignore[assignment]
+    """Idle runs of whole GPUs and MIG instances from per-series slot masks (`promql.slot_masks`).
+
+    The TSDB reports, per raw series and block, which slots have a sample and which are idle; here the
+    copies of an allocation (HA replicas, old label names) are OR-ed together, gaps of at most N missed
+    scrapes between two samples are bridged with the state of the sample before them (billing's bridging
+    and the last-value carry), and the runs are read off with big-integer bit operations. The window is
+    widened by one block on both sides so bridging at its edges sees the samples beyond them."""
+    s, n = options.scrape_interval, options.max_gap_scrapes
+    block = s * MASK_SLOTS
+    window_start, window_end = int(start.timestamp()), int(end.timestamp())
+    first_t = window_start - window_start % block + block  # end of the block holding the first slot
+    last_t = -(-window_end // block) * block
+    q_first, q_last = first_t - block, last_t + block
+    base = q_first // s - MASK_SLOTS  # global slot index of bit 0
+    nbytes = ((q_last - q_first) // block + 1) * (MASK_SLOTS // 8)
+    parts: dict[tuple[str, ...], dict[str, bytearray]] = {}
+    peaks: dict[tuple[str, ...], dict[int, Decimal]] = defaultdict(dict)
+    query = queries.slot_masks()
+    per_query = max(1, billing_usage.SUBQUERY_POINT_BUDGET // MASK_SLOTS - 2)
+    cursor = q_first
+    while cursor <= q_last:
+        upper = min(cursor + block * per_query, q_last)
+        for series in client.range(query, _at(cursor), _at(upper), block):
+            key = _identity(dict(series.labels))
+            part = series.labels.get("part", "")
+            if part == "peak":
+                into = peaks[key]
+                for sample in series.samples:
+                    t = int(sample.timestamp)
+                    into[t] = max(into.get(t, sample.value), sample.value)
+                continue
+            buffers = parts.setdefault(key, {})
+            buf = buffers.setdefault(part, bytearray(nbytes))
+            for sample in series.samples:
+                offset = (int(sample.timestamp) // s - MASK_SLOTS - base) // 8
+                mask = int(sample.value).to_bytes(MASK_SLOTS // 8, "little")
+                for i, byte in enumerate(mask):
+                    buf[offset + i] |= byte
+        cursor = upper + block
+    lo, hi = window_start // s - base, window_end // s - base  # slot bits inside the window
+    in_window = ((1 << (hi - lo)) - 1) << lo
+    out = []
+    for key, buffers in parts.items():
+        labels = dict(zip(DCGM_IDENTITY, key, strict=True))
+        tenant = _tenant(labels["namespace"])
+        flavor = index.dcgm(labels["modelName"], labels["GPU_I_PROFILE"])
+        if tenant is None or flavor is None or labels["UUID"] in skip_devices:
+            continue
+        present = int.from_bytes(buffers.get("present", b""), "little")
+        prof = int.from_bytes(buffers.get("profiling", b""), "little")
+        idle = (prof | int.from_bytes(buffers.get("gpu_util", b""), "little")) & present
+        idle |= _bridged_idle(present, idle, n)
+        idle &= in_window
+        for first, length in _ones(idle):
+            run_start, run_end = (base + first) * s, (base + first + length) * s
+            run_bits = ((1 << length) - 1) << first
+            out.append(IdleRun(
+                start=_at(run_start), tenant_slug=tenant, namespace=labels["namespace"], pod=labels["pod"],
+                container=labels["container"], device=labels["UUID"],
+                mig_instance=labels["GPU_I_ID"] if flavor.mode == MIG else "", flavor=flavor.name,
+                mode=flavor.mode, signal="profiling" if prof & run_bits else "gpu_util", end=_at(run_end),
+                ongoing=run_end >= window_end, idle_seconds=run_end - run_start,
+                memory_mib=_peak(peaks.get(key, {}), run_start, run_end, block), weight=flavor.weight))
+    return out
+
+
+def _bridged_idle(present: int, idle: int, n: int) -> int:
+    """Missed slots inside a gap of at most n between two samples, idle when the sample before was."""
+    if n <= 0 or not present:
+        return 0
+    missing = ~present
+    bridged = 0
+    for i in range(1, n + 1):  # sample i slots before, and one at most n + 1 - i slots after
+        ahead = 0
+        for j in range(1, n + 2 - i):
+            ahead |= present >> j
+        bridged |= (present << i) & ahead
+    bridged &= missing
+    out, remaining = 0, bridged
+    for i in range(1, n + 1):  # the nearest sample before decides the slot's state
+        hit = remaining & (present << i)
+        out |= hit & (idle << i)
+        remaining &= ~hit
+    return out
+
+
+def _ones(x: int) -> Iterable[tuple[int, int]]:
+    """(first bit, length) of every run of ones, lowest first."""
+    pos = 0
+    while x:
+        skip = (x & -x).bit_length() - 1
+        x >>= skip
+        pos += skip
+        length = (~x & (x + 1)).bit_length() - 1
+        yield pos, length
+        x >>= length
+        pos += length
+
+
+def _peak(peaks: dict[int, Decimal], run_start: int, run_end: int, block: int) -> Decimal:
+    """Peak MiB over the blocks wholly inside the run; a run inside fewer blocks takes the ones it touches."""
+    inside = [v for t, v in peaks.items() if run_start <= t - block and t <= run_end]
+    touching = [v for t, v in peaks.items() if t - block < run_end and t > run_start]
+    return max(inside or touching or [Decimal(0)])

@@ -174,6 +174,46 @@ class ActivityQueries(Queries):
             f'"part", "mask", "", "") or '
             f'label_replace(max_over_time(e[{block}s:{s}s]), "part", "peak", "", "")')
 
+    # -- the fast path: per-series slot masks, no aggregation (see measure.dcgm_idle_runs) -------------
+    def _sels(self, metric: str, extra: str = "") -> tuple[str, str]:
+        new = f'{metric}{{namespace{self.ns_match}, pod!=""{self.ns_exclude}{extra}}}'
+        old = f'{metric}{{pod_namespace{self.ns_match}, pod_name!=""{self.ns_exclude_old}{extra}}}'
+        return new, old
+
+    def slot_masks(self) -> str:
+        """Range query at step B = MASK_SLOTS x s. Per raw series (replicas and label schemes kept apart:
+        the caller merges them) and block ending at t, a bit mask of its slots (bit i = slot
+        t/s - MASK_SLOTS + i): `part="present"` — the usage metric has a sample in the slot;
+        `part="profiling"` — engine AND DRAM activity below their thresholds; `part="gpu_util"` — GPU_UTIL
+        below its threshold where the series has no engine activity (never MIG); and `part="peak"`, the
+        block's peak FB_USED where some sample in it was below a threshold. Every expression inside the
+        subqueries is one rollup of one raw series per slot: no joins across series, no `max by`."""
+        s, block, t = self.s, self.s * MASK_SLOTS, self.thresholds
+        one = f"[{s}s] offset {SHIFT_MS}ms"
+        whole = f"[{block}s] offset {SHIFT_MS}ms"
+        parts = []
+        for scheme in (0, 1):
+            fb = self._sels(self.settings.usage_metric)[scheme]
+            mem = self._sels(FB_USED)[scheme]
+            gr, dram = self._sels(GR_ENGINE)[scheme], self._sels(DRAM)[scheme]
+            util = self._sels(GPU_UTIL, NOT_MIG)[scheme]
+            inner = {
+                "present": f"present_over_time({fb}{one}) * bit",
+                "profiling": (f"((last_over_time({gr}{one}) < {t.engine}) and "
+                              f"(last_over_time({dram}{one}) < {t.dram})) * 0 + bit"),
+                "gpu_util": (f"((last_over_time({util}{one}) < {t.gpu_util * 100}) unless "
+                             f"last_over_time({gr}{one})) * 0 + bit"),
+            }
+            for part, expr in inner.items():
+                parts.append(f'label_replace(sum_over_time(({expr})[{block}s:{s}s]), "part", "{part}", "", "")')
+            low = (f"((min_over_time({gr}{whole}) < {t.engine}) or "
+                   f"(min_over_time({util}{whole}) < {t.gpu_util * 100}))")
+            parts.append(f'label_replace(max_over_time({mem}{whole}) and {low}, "part", "peak", "", "")')
+        return (f"WITH (bit = 2 ^ (((time() / {s}) - 1) % {MASK_SLOTS}))\n" + " or ".join(parts))
+
+    def hami_devices_in(self, window_seconds: int) -> str:
+        return f"group by (device_uuid) (last_over_time({HAMI_DEVICE_MEMORY}[{window_seconds}s]))"
+
     # -- HAMi ---------------------------------------------------------------------------------------
     def _device_last(self, metric: str, shift: int, extra: str = "") -> str:
         """Device-level activity (any series of the GPU, attributed or not), keyed by `device_uuid`."""
