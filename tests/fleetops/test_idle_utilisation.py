@@ -19,7 +19,7 @@ from scheduling.fleetops.models import FleetSettings, IdleNotice, TenantIdleSett
 from scheduling.models import Flavor, GpuModel
 from tests.support import factories
 from tests.support.activity_series import Activity, device_lines, gpu_activity_lines
-from tests.support.dcgm_series import Gpu, HamiGpu, HamiShare, Hold, Timeline, hami_lines
+from tests.support.dcgm_series import IDLE_EMPTY, Gpu, HamiGpu, HamiShare, Hold, Timeline, gpu_lines, hami_lines
 
 pytestmark = pytest.mark.django_db
 
@@ -38,11 +38,11 @@ def iso(moment: datetime) -> str:
 
 def trace() -> list[str]:
     tl = Timeline(start=T0, end=m(240), interval=30, phase=7)
-    # tenant a: busy 30 min, idle 90 min (memory 1000 then 2000 MiB; scrape 150 missed: bridged), then
+    # tenant acme (its series also carry a `cluster` label): busy 30 min, idle 90 min (memory 1000 then 2000 MiB; scrape 150 missed: bridged), then
     # low engine activity but busy DRAM (memory-bound: not idle). Two HA replicas of every series.
     train = Gpu("GPU-1", H100, holds=(Hold("tenant-acme", "train-1", m(0), m(180), missed=frozenset({150})),),
-                replicas=({"instance": "a:9400", "job": "dcgm"},
-                          {"instance": "b:9400", "job": "dcgm", "prometheus_replica": "r2"}))
+                replicas=({"instance": "a:9400", "job": "dcgm", "cluster": "eu-1"},
+                          {"instance": "b:9400", "job": "dcgm", "cluster": "eu-1", "prometheus_replica": "r2"}))
     train_act = (Activity(m(0), m(30), engine=0.8, dram=0.5),
                  Activity(m(30), m(100), engine=0.01, dram=0.01, fb_mib=1000),
                  Activity(m(100), m(120), engine=0.01, dram=0.01, fb_mib=2000),
@@ -57,7 +57,12 @@ def trace() -> list[str]:
     # tenant b: a HAMi quarter share on a GPU whose device-level activity is 0 for its first 2 hours.
     shared = HamiGpu("GPU-H", f"NVIDIA-{A100}", 80 * 1024**3,
                      shares=(HamiShare("tenant-bravo", "share-1", m(0), m(120), 20 * 1024**3, 25),))
-    return [*gpu_activity_lines(tl, train, train_act), *gpu_activity_lines(tl, mig, mig_act),
+    # An unattributed GPU (empty pod labels, dcgm-exporter 3.x) idling all along: never a finding.
+    spare = Gpu("GPU-4", H100, index=3, idle=IDLE_EMPTY)
+    spare_activity = device_lines(tl, HamiGpu("GPU-4", "", 0, node="gpu-node-a", index=3), H100,
+                                  (Activity(m(0), m(240), engine=0.0, dram=0.0),))
+    return [*gpu_lines(tl, spare), *(line for line in spare_activity if "FB_USED" not in line),
+            *gpu_activity_lines(tl, train, train_act), *gpu_activity_lines(tl, mig, mig_act),
             *gpu_activity_lines(tl, old, old_act), *hami_lines(tl, shared),
             *device_lines(tl, shared, A100, (Activity(m(0), m(240), engine=0.0, dram=0.0),))]
 
@@ -192,3 +197,65 @@ def test_pages_scoped_and_show_findings(fleet, client) -> None:  # type: ignore[
     fleet_page = client.get("/fleet/", window)
     assert fleet_page.status_code == 200
     assert b"old-1" in fleet_page.content and b"train-1" in fleet_page.content
+
+
+def test_scale_to_zero_moves_the_endpoint_audited(fleet) -> None:  # type: ignore[no-untyped-def]
+    from gpufleet.audit.models import AuditEvent
+    from scheduling import actions as scheduling_actions
+    from scheduling.models import SlaTier
+
+    tenant = factories.Tenant.objects.get(slug="acme")
+    factories.Tenant.objects.filter(pk=tenant.pk).update(phase="ready")
+    scheduling_actions.defaults.ensure_rows()
+    warm = SlaTier.objects.filter(min_replicas__gt=0).first()
+    cold = SlaTier.objects.filter(min_replicas=0).first()
+    assert warm is not None and cold is not None
+    endpoint = scheduling_actions.create_endpoint(tenant, "chat", model="llama-3-8b", tier=warm.name)
+    bob, alice = APIClient(), APIClient()
+    bob.force_authenticate(fleet["bob"])
+    alice.force_authenticate(fleet["alice"])
+    url = f"/api/v1/fleet/endpoints/{endpoint.pk}/scale-to-zero/"
+    assert bob.post(url, {"tier": cold.name}, format="json").status_code == 404  # not bob's tenant
+    refused = alice.post(url, {"tier": warm.name}, format="json")
+    assert refused.status_code == 400 and refused.json()["errors"][0]["field"] == "tier"
+    done = alice.post(url, {"tier": cold.name}, format="json")
+    assert done.status_code == 200 and done.json()["tier"] == cold.name
+    endpoint.refresh_from_db()
+    assert endpoint.tier == cold
+    event = AuditEvent.objects.get(action="endpoint.scale_to_zero")
+    assert event.before["tier"] == warm.name and event.after["tier"] == cold.name
+
+
+def test_webhook_gets_the_notice(fleet) -> None:  # type: ignore[no-untyped-def]
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from scheduling.fleetops import actions, tasks
+    from tests.support.services import free_port
+
+    received: list[dict] = []
+
+    class Hook(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", free_port()), Hook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        fleet_settings = FleetSettings.current()
+        fleet_settings.webhook_url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+        fleet_settings.save()
+        finding = by_pod(run("idle", "--start", iso(m(0)), "--end", iso(m(240)), "--tenant", "acme",
+                             "--json"))["train-1"]  # type: ignore[arg-type]
+        notice = actions.notify_owners(factories.Tenant.objects.get(slug="acme"), finding)
+        assert tasks.send_idle_webhook(notice.pk) is True
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert received[-1]["tenant"] == "acme" and received[-1]["finding"]["pod"] == "train-1"
+    assert received[-1]["id"] == notice.pk
