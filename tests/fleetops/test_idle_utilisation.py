@@ -38,7 +38,8 @@ def iso(moment: datetime) -> str:
 
 def trace() -> list[str]:
     tl = Timeline(start=T0, end=m(240), interval=30, phase=7)
-    # tenant acme (its series also carry a `cluster` label): busy 30 min, idle 90 min (memory 1000 then 2000 MiB; scrape 150 missed: bridged), then
+    # tenant acme (its series also carry a `cluster` label): busy 30 min, idle 90 min (memory 1000 then
+    # 2000 MiB; scrape 150 missed: bridged), then
     # low engine activity but busy DRAM (memory-bound: not idle). Two HA replicas of every series.
     train = Gpu("GPU-1", H100, holds=(Hold("tenant-acme", "train-1", m(0), m(180), missed=frozenset({150})),),
                 replicas=({"instance": "a:9400", "job": "dcgm", "cluster": "eu-1"},
