@@ -4,12 +4,12 @@
   (`billing.metering.usage.measure_report`, unchanged), active seconds (allocation x activity, see
   `promql`), and MiB-seconds of memory held.
 * `idle_runs(...)`: every contiguous idle run of an allocation (DCGM identity or HAMi share) in a window.
-  The TSDB evaluates the idle condition once per slot and returns, per allocation and block of
-  `MASK_SLOTS` slots that has an idle slot, a bit mask of the idle slots and the peak memory held in them;
-  Python joins the masks into runs (bit operations, no per-slot loop for whole blocks). Minimum
-  durations are applied by the caller (they are per tenant). The peak memory of a run is the maximum
-  over the idle slots of the blocks it touches (another, shorter idle run of the same allocation in a
-  block it shares would count too).
+  The TSDB evaluates the idle condition once per slot and returns bit masks per block of `MASK_SLOTS`
+  slots; Python joins them into runs with big-integer bit operations (no per-slot Python loop).
+  Whole GPUs and MIG instances: `dcgm_idle_runs` (per-series masks, bridging in Python). HAMi shares:
+  `_runs_of` (the idle expression with billing's bridging, evaluated in the TSDB). Minimum durations are
+  applied by the caller (they are per tenant). The peak memory of a run is the maximum over the blocks
+  wholly inside it (a run inside fewer blocks: the blocks it touches).
 
 Slot k covers [k·s - s, k·s) (billing's grid); a range query at step s evaluated at t = k·s reports slot k.
 """

@@ -19,9 +19,6 @@ from . import measure, queues
 from .models import FleetSettings, TenantIdleSettings
 from .promql import Thresholds
 
-FIELDS = ("tenant", "namespace", "pod", "container", "device", "mig_instance", "flavor", "start", "end", "ongoing",
-          "idle_seconds", "gpu_equivalent_seconds", "memory_mib", "cost", "currency", "signal")
-
 
 def options() -> measure.Options:
     opts = billing_collect.options()
