@@ -121,8 +121,8 @@ def utilisation(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: date
     active: dict[tuple[datetime, str, str], Decimal] = defaultdict(Decimal)
     memory: dict[tuple[datetime, str, str], Decimal] = defaultdict(Decimal)
     chunk_hours = max(1, min(chunk_hours, billing_usage.SUBQUERY_POINT_BUDGET * options.scrape_interval // 3600))
-    plan = ((with_templates(queries.active_hourly_slots()), active, False),
-            (with_templates(queries.memory_hourly_slots()), memory, False),
+    plan = ((with_templates(queries.active_hourly_fast()), active, False),
+            (with_templates(queries.memory_hourly_fast()), memory, False),
             (with_templates(queries.hami_active_hourly_share_slots()), active, True),
             (with_templates(queries.hami_memory_hourly_slots()), memory, True))
     cursor = start

@@ -248,6 +248,40 @@ class ActivityQueries(Queries):
                 f"(({self.hami_device_idle(shift)}) * 0 + 1) * on (device_uuid) group_left (device_type) "
                 f"{device_type})")
 
+    # -- hourly utilisation, the fast path: per-series slot work, aggregation at hourly resolution -------
+    def _held_times(self, sel: str, value: str) -> str:
+        """Per raw series: `value` in every held slot (billing's bridging, on the series' own samples:
+        the activity metrics come from the same scrapes as the usage metric), 0 in none, absent else."""
+        s, n = self.s, self.n
+        last = f"floor(tlast_over_time({sel}{self._win(n + 1, 0)}) / {s})"
+        first = f"floor(tfirst_over_time({sel}{self._win(n + 1, -n)}) / {s})"
+        return f"((({first} - {last}) <= bool {n + 1}) * {value})"
+
+    def _hourly_per_identity(self, metric: str, scale: str = "", extra: str = "") -> str:
+        s, n = self.s, self.n
+        parts = []
+        for scheme, sel in enumerate(self._sels(metric, extra)):
+            value = f"last_over_time({sel}{self._win(n + 1, 0)}){scale}"
+            hourly = f"sum_over_time({self._held_times(sel, value)}[3600s:{s}s])"
+            parts.append(hourly if scheme == 0 else f"rl({hourly})")
+        return f"max by ({_by(DCGM_IDENTITY)}) ({parts[0]} or {parts[1]})"
+
+    def _not_hami_hourly(self) -> str:
+        inner = f"group by (device_uuid) (last_over_time({HAMI_DEVICE_MEMORY}[3600s] offset {SHIFT_MS}ms))"
+        return f'label_replace({inner}, "UUID", "$1", "device_uuid", "(.+)")'
+
+    def active_hourly_fast(self) -> str:
+        """Σ activity over held slots per (tenant namespace, model, MIG profile) in the hour ending at t:
+        engine activity where the allocation reports it, else GPU_UTIL / 100 (never MIG)."""
+        gr = self._hourly_per_identity(GR_ENGINE)
+        util = self._hourly_per_identity(GPU_UTIL, " / 100", NOT_MIG)
+        return (f"sum by ({_by(DCGM_GROUP)}) ((({gr}) or on ({_by(DCGM_IDENTITY)}) ({util})) "
+                f"unless on (UUID) ({self._not_hami_hourly()}))")
+
+    def memory_hourly_fast(self) -> str:
+        fb = self._hourly_per_identity(FB_USED)
+        return f"sum by ({_by(DCGM_GROUP)}) (({fb}) unless on (UUID) ({self._not_hami_hourly()}))"
+
     # -- hourly utilisation (range query, step 1h, at hour ends) --------------------------------------
     def active_hourly_slots(self) -> str:
         """Σ activity over held slots per (tenant namespace, model, MIG profile, signal) in the hour."""
