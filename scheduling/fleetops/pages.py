@@ -4,6 +4,8 @@ Both measure month-to-date in the TSDB when opened; a metrics outage shows a mes
 
 from __future__ import annotations
 
+import csv
+import io
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -99,3 +101,30 @@ def tenant_page(request: HttpRequest, slug: str) -> HttpResponse:
         "tenant": tenant, "start": start, "end": end, "utilisation": util, "findings": findings, "error": error,
         "notices": IdleNotice.objects.for_user(request.user).filter(tenant=tenant)[:20],
     })
+
+
+@login_required
+def numbers(request: HttpRequest, kind: str) -> HttpResponse:
+    """The numbers behind a page's figures as CSV (idle findings or utilisation), scoped like the pages."""
+    visible = service.visible_tenants(request.user)
+    slug = request.GET.get("tenant")
+    if slug and visible is not None and slug not in visible:
+        raise Http404("no such tenant")
+    tenants = [slug] if slug else visible
+    if tenants is None and not is_platform_admin(request.user):
+        raise PermissionDenied("platform admins only")
+    start, end = _window(request)
+    try:
+        rows = (service.idle_findings(start, end, tenants=tenants) if kind == "idle"
+                else service.utilisation(start, end, tenants=tenants))
+    except (MeteringInputError, TransientError, PermanentError) as exc:
+        # Like the pages: a metrics outage is a message to read, not a server error of the portal.
+        return render(request, "fleetops/numbers_unavailable.html", {"error": str(exc), "kind": kind})
+    out = io.StringIO()
+    if rows:
+        writer = csv.DictWriter(out, fieldnames=list(rows[0]), extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    response = HttpResponse(out.getvalue(), content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="fleet-{kind}.csv"'
+    return response

@@ -5,8 +5,10 @@ exporter without profiling metrics (GPU_UTIL fallback) and a HAMi share on a sha
 
 from __future__ import annotations
 
+import html
 import io
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
@@ -193,6 +195,12 @@ def test_pages_scoped_and_show_findings(fleet, client) -> None:  # type: ignore[
     page = client.get("/fleet/tenants/acme/", window)
     assert page.status_code == 200
     assert b"train-1" in page.content and b"old-1" not in page.content
+    link = re.search(r'href="(/fleet/numbers/idle\.csv\?[^"]+)"', page.content.decode())
+    assert link is not None
+    numbers = client.get(html.unescape(link.group(1)))
+    assert numbers.status_code == 200 and b"train-1" in numbers.content and b"old-1" not in numbers.content
+    assert client.get("/fleet/numbers/idle.csv", {**window, "tenant": "bravo"}).status_code == 404
+    assert b"old-1" not in client.get("/fleet/numbers/idle.csv", window).content
     admin = factories.user("root", roles={"platform-admin"})
     client.force_login(admin)
     fleet_page = client.get("/fleet/", window)
