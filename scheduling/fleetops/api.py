@@ -29,6 +29,9 @@ WINDOW = [OpenApiParameter("start", OpenApiTypes.DATETIME, required=True),
           OpenApiParameter("tenant", OpenApiTypes.STR)]
 
 
+LIST_OF_OBJECTS = {"type": "array", "items": {"type": "object"}}
+
+
 class MetricsUnavailable(APIException):
     status_code = 503
     default_code = "metrics_unavailable"
@@ -81,7 +84,7 @@ class IdleFindingsView(APIView):
     permission_classes = [IsAuthenticated]
 
     @extend_schema(parameters=[*WINDOW, OpenApiParameter("min_idle", OpenApiTypes.INT)],
-                   responses={200: OpenApiTypes.OBJECT})
+                   responses={200: LIST_OF_OBJECTS})
     def get(self, request: Request) -> Response:
         start, end = _window(request)
         tenants = _scope(request)
@@ -98,7 +101,7 @@ class IdleFindingsView(APIView):
 class UtilisationView(APIView):
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(parameters=WINDOW, responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(parameters=WINDOW, responses={200: LIST_OF_OBJECTS})
     def get(self, request: Request) -> Response:
         start, end = _window(request)
         for name, moment in (("start", start), ("end", end)):
@@ -111,7 +114,7 @@ class UtilisationView(APIView):
 class NoticesView(APIView):
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(responses={200: LIST_OF_OBJECTS})
     def get(self, request: Request) -> Response:
         notices = IdleNotice.objects.for_user(request.user).select_related("tenant")[:200]
         return Response([{"id": n.pk, "tenant": n.tenant.slug, "message": n.message, "finding": n.finding,

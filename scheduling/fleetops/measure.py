@@ -29,6 +29,8 @@ from billing.metering.usage import HAMI, MIG, FlavorIndex, FlavorSpec, MeteringI
 from .promql import MASK_SLOTS, ActivityQueries, Thresholds, with_templates
 
 HOUR = timedelta(hours=1)
+# A quarter at most per call: the masks of a window are held in memory (~1 bit per slot and allocation).
+MAX_WINDOW = timedelta(days=92)
 TENANT_PREFIX = billing_usage.TENANT_PREFIX
 # VictoriaMetrics refuses range answers over -search.maxPointsPerTimeseries (30,000 by default).
 EDGE_POINT_BUDGET = 20_000
@@ -109,6 +111,7 @@ def _hour_start(timestamp: Decimal) -> datetime:
 def utilisation(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: datetime, end: datetime,
                 options: Options = Options(), *, chunk_hours: int = 24) -> list[Utilisation]:
     """Per (hour, tenant, flavor) in [start, end) (whole hours) with any allocation."""
+    check_window(start, end)
     report = billing_usage.measure_report(
         client, flavors, start, end, scrape_interval=options.scrape_interval,
         max_gap_scrapes=options.max_gap_scrapes, share_rule=options.share_rule,
@@ -163,6 +166,10 @@ def check_window(start: datetime, end: datetime) -> None:
             raise MeteringInputError(name, "must be a UTC datetime")
     if start >= end:
         raise MeteringInputError("end", "must be after start")
+    if end - start > MAX_WINDOW:
+        raise MeteringInputError("end", f"the window may span at most {MAX_WINDOW.days} days")
+    if start.year < 2000:
+        raise MeteringInputError("start", "must be in the year 2000 or later")
 
 
 def idle_runs(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: datetime, end: datetime,

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
 from billing import actions as billing_actions
@@ -268,3 +268,16 @@ def test_webhook_gets_the_notice(fleet) -> None:  # type: ignore[no-untyped-def]
         server.server_close()
     assert received[-1]["tenant"] == "acme" and received[-1]["finding"]["pod"] == "train-1"
     assert received[-1]["id"] == notice.pk
+
+
+def test_bad_windows_are_refused_before_any_query(fleet) -> None:  # type: ignore[no-untyped-def]
+    client = APIClient()
+    client.force_authenticate(fleet["alice"])
+    too_long = client.get("/api/v1/fleet/idle/", {"start": "2026-01-01T00:00:00Z", "end": "2026-06-01T00:00:00Z"})
+    assert too_long.status_code == 400 and too_long.json()["errors"][0]["field"] == "end"
+    ancient = client.get("/api/v1/fleet/utilisation/", {"start": "0935-04-21T00:00:00Z", "end": "0935-04-22T00:00:00Z"})
+    assert ancient.status_code == 400 and ancient.json()["errors"][0]["field"] == "start"
+    with pytest.raises(CommandError, match="--end"):
+        run("idle", "--start", iso(m(0)), "--end", iso(m(0)))
+    with pytest.raises(CommandError, match="--min-idle"):
+        run("idle", "--start", iso(m(0)), "--end", iso(m(240)), "--min-idle", "0")
