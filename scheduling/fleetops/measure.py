@@ -211,7 +211,7 @@ def _runs_of(client: RangeQuerier, queries: ActivityQueries, index: FlavorIndex,
     last_t = -(-window_end // block) * block
     cursor = first_t
     while cursor <= last_t:
-        upper = min(cursor + block * max(1, EDGE_POINT_BUDGET // MASK_SLOTS - 2), last_t)
+        upper = min(cursor + block * max(1, min(EDGE_POINT_BUDGET // MASK_SLOTS - 2, 86400 // block)), last_t)
         for series in client.range(query, _at(cursor), _at(upper), block):
             k = tuple((name, series.labels.get(name, "")) for name in (*identity, "signal", "device_type"))
             labels_of.setdefault(k, dict(series.labels))
@@ -320,7 +320,8 @@ def dcgm_idle_runs(client: RangeQuerier, queries: ActivityQueries, index: Flavor
     peaks: dict[tuple[str, ...], dict[int, Decimal]] = defaultdict(dict)
     query = queries.slot_masks()
     # The subqueries' slots count against -search.maxPointsPerTimeseries (30,000 by default) too.
-    per_query = max(1, EDGE_POINT_BUDGET // MASK_SLOTS - 2)
+    # ... and a day per query keeps each well inside -search.maxQueryDuration (30 s by default) on a busy TSDB.
+    per_query = max(1, min(EDGE_POINT_BUDGET // MASK_SLOTS - 2, 86400 // block))
     cursor = q_first
     while cursor <= q_last:
         upper = min(cursor + block * per_query, q_last)
