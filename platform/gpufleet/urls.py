@@ -10,6 +10,7 @@ urlpatterns = [
     path("oidc/", include("mozilla_django_oidc.urls")),
     path("gpu/", include("scheduling.urls")),
     path("billing/", include("billing.urls")),
+    path("fleet/", include("scheduling.fleetops.urls")),
     path("", include("gpufleet.portal.urls")),
 ]
 

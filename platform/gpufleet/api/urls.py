@@ -21,6 +21,8 @@ EXTRA_ROOT_ENTRIES = {
     "billing/exports": "billing-export",
     "sync": "sync-status",
     "queue": "queue",
+    "fleet/idle": "fleet-idle",
+    "fleet/utilisation": "fleet-utilisation",
 }
 
 
@@ -43,5 +45,6 @@ urlpatterns = [
     path("sync/", SyncStatusView.as_view(), name="sync-status"),
     path("queue/", QueueView.as_view(), name="queue"),
     path("billing/", include("billing.api.urls")),
+    path("fleet/", include("scheduling.fleetops.api")),
     path("", include(router.urls)),
 ]

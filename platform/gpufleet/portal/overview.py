@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from datetime import UTC, datetime, time
 from decimal import Decimal
 from typing import Any
 
@@ -23,9 +24,13 @@ from billing.month_to_date import (
     month_to_date,
     month_to_date_each,
 )
+from gpufleet import clock
 from gpufleet.audit.models import AuditEvent
 from scheduling import actions as scheduling_actions
+from scheduling.fleetops.models import IdleNotice
 from scheduling.models import Flavor, InferenceEndpoint, Quota, QuotaChangeRequest
+from scheduling.models_clusters import Cluster
+from scheduling.nodehealth.models import Remediation, RemediationPolicy
 from scheduling.sync import latest as latest_sync
 from tenants.models import Membership, Phase, Tenant
 
@@ -76,6 +81,20 @@ def fleet(user: Any) -> dict[str, Any]:
         "quota_requests_waiting": QuotaChangeRequest.objects.filter(state=QuotaChangeRequest.State.PENDING).count(),
         "sync_run": latest_sync(),
         "spend": month_to_date(tenant_ids),
+        "ops": fleet_operations(),
+    }
+
+
+def fleet_operations() -> dict[str, Any]:
+    """Counts for the fleet-operations tiles, from the database only (four queries)."""
+    start = datetime.combine(clock.this_month(), time.min, tzinfo=UTC)
+    policy = RemediationPolicy.current()
+    return {
+        "idle_notices": IdleNotice.objects.filter(created__gte=start).count(),
+        "open_remediations": Remediation.objects.filter(finished__isnull=True).count(),
+        "dry_run": policy.dry_run,
+        "clusters": Cluster.objects.count(),
+        "clusters_unreachable": Cluster.objects.filter(reachable=False).count(),
     }
 
 

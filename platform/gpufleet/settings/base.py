@@ -37,6 +37,7 @@ INSTALLED_APPS = [
     "scheduling",
     "scheduling.nodehealth",
     "billing",
+    "scheduling.fleetops",
 ]
 
 MIDDLEWARE = [

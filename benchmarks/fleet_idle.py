@@ -1,0 +1,222 @@
+"""Fleet-operations benchmark: idle findings and utilisation for a month of 1,000 GPUs at a 30 s scrape.
+
+One command: `.venv/bin/python benchmarks/fleet_idle.py`. It starts `/usr/bin/victoria-metrics` on a free
+loopback port with a temporary storage directory and imports (not timed) 30 days of 30-second samples
+shaped like dcgm-exporter for 1,000 allocations:
+
+* 800 whole H100s with profiling metrics (GR_ENGINE_ACTIVE, DRAM_ACTIVE) and FB_USED,
+* 100 whole H100s without profiling metrics (GPU_UTIL and FB_USED: the `gpu_util` fallback),
+* 100 MIG 3g.40gb instances on 50 A100s (profiling metrics; MIG reports no GPU_UTIL).
+
+Each runs jobs of 23 hours for one of 200 tenants, then stays unallocated for an hour (no pod labels),
+staggered per GPU. Inside each job: busy, then idle for 90 minutes from hour 6 (a finding: memory is
+still held), busy, then idle for 20 minutes from hour 12 (below the 60-minute minimum: not a finding),
+busy again. Every 50th GPU misses one scrape inside each idle stretch (bridged, as billing bridges it).
+
+Timed: `scheduling.fleetops.measure.utilisation` (per tenant x flavor x hour: allocated seconds as billing
+measures them, active seconds, memory) and `measure.idle_runs` for the whole month, with a 60-minute
+minimum applied. Target on 2 cores: <= 10 s, most of it inside the TSDB. Prints the figure, the share
+of time spent waiting for the TSDB and the ratio to the target, and checks the numbers against the
+generated timeline exactly (findings, idle seconds, allocated seconds). Exits 1 when a check fails.
+Options: --days N (default 30).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO), str(REPO / "platform")]
+
+TARGET_S = 10.0
+INTERVAL = 30
+PHASE = 7
+TENANTS = 200
+PROFILED, UTIL_ONLY, MIG = 800, 100, 100
+JOB_H, GAP_H = 23, 1
+IDLE = ((6 * 3600, 90 * 60), (12 * 3600, 20 * 60))  # (offset into the job, length): 90 min, 20 min
+MIN_IDLE_S = 3600
+H100, A100 = "NVIDIA H100 80GB HBM3", "NVIDIA A100 80GB PCIe"
+START = datetime(2025, 9, 1, tzinfo=UTC)
+
+
+def _stamps(start: int, end: int) -> list[int]:
+    first = start + ((PHASE - start) % INTERVAL)
+    return list(range(first * 1000, end * 1000, INTERVAL * 1000))
+
+
+def _jobs(gpu: int, begin: int, end: int) -> list[tuple[int, int, int, str]]:
+    """(clipped start, clipped end, unclipped job start, tenant) of one GPU's jobs."""
+    period = (JOB_H + GAP_H) * 3600
+    out, t, job = [], begin - (gpu % 24) * 3600, 0
+    while t < end:
+        s, e = max(t, begin), min(t + JOB_H * 3600, end)
+        if s < e:
+            out.append((s, e, t, f"t{(gpu * 7 + job) % TENANTS:03d}"))
+        t, job = t + period, job + 1
+    return out
+
+
+def _line(labels: dict[str, str], value: float, stamps: list[int]) -> str:
+    return (f'{{"metric":{json.dumps(labels)},"values":[{",".join([repr(value)] * len(stamps))}],'
+            f'"timestamps":{json.dumps(stamps)}}}')
+
+
+class Expected:
+    def __init__(self) -> None:
+        self.findings = 0
+        self.idle_seconds = 0
+        self.allocated = Decimal(0)
+        self.samples = 0
+
+
+def generate(begin: int, end: int, expected: Expected):
+    for gpu in range(PROFILED + UTIL_ONLY + MIG):
+        mig = gpu >= PROFILED + UTIL_ONLY
+        profiled = gpu < PROFILED or mig
+        base = {"gpu": str(gpu % 8), "UUID": f"GPU-{gpu // 2 if mig else gpu:05d}", "device": f"nvidia{gpu % 8}",
+                "modelName": A100 if mig else H100}
+        if mig:
+            base |= {"GPU_I_PROFILE": "3g.40gb", "GPU_I_ID": str(gpu % 2 + 1)}
+        base |= {"Hostname": f"node-{gpu // 8:03d}", "instance": f"node-{gpu // 8:03d}:9400", "job": "dcgm-exporter"}
+        cursor = begin
+        for s, e, job_start, tenant in _jobs(gpu, begin, end):
+            if cursor < s:  # unallocated: FB_USED without pod labels
+                stamps = _stamps(cursor, s)
+                expected.samples += len(stamps)
+                yield _line({"__name__": "DCGM_FI_DEV_FB_USED"} | base, 0, stamps)
+            cursor = e
+            pod = base | {"container": "main", "namespace": f"tenant-{tenant}", "pod": f"job-{gpu}-{job_start}"}
+            # Segments of the job: (start, end, idle?)
+            cuts = [(job_start + off, job_start + off + length) for off, length in IDLE]
+            segments, t = [], job_start
+            for a, b in cuts:
+                segments += [(t, a, False), (a, b, True)]
+                t = b
+            segments.append((t, job_start + JOB_H * 3600, False))
+            expected.allocated += Decimal(len(_stamps(s, e)) * INTERVAL)
+            for a, b, idle in segments:
+                a, b = max(a, s), min(b, e)
+                if a >= b:
+                    continue
+                stamps = _stamps(a, b)
+                if idle and gpu % 50 == 0 and len(stamps) > 10:
+                    del stamps[5]  # one missed scrape, bridged
+                if idle and b - a >= MIN_IDLE_S:
+                    expected.findings += 1
+                    expected.idle_seconds += b - a
+                series = [("DCGM_FI_DEV_FB_USED", 2048.0 if idle else 30211.0)]
+                if profiled:
+                    series += [("DCGM_FI_PROF_GR_ENGINE_ACTIVE", 0.01 if idle else 0.83),
+                               ("DCGM_FI_PROF_DRAM_ACTIVE", 0.0 if idle else 0.41)]
+                else:
+                    series += [("DCGM_FI_DEV_GPU_UTIL", 1.0 if idle else 97.0)]
+                for name, value in series:
+                    expected.samples += len(stamps)
+                    yield _line({"__name__": name} | pod, value, stamps)
+        if cursor < end:
+            stamps = _stamps(cursor, end)
+            expected.samples += len(stamps)
+            yield _line({"__name__": "DCGM_FI_DEV_FB_USED"} | base, 0, stamps)
+
+
+def import_month(url: str, begin: int, end: int, expected: Expected) -> float:
+    import requests
+
+    started = time.perf_counter()
+    session = requests.Session()
+    batch: list[str] = []
+    size = 0
+    for line in generate(begin, end, expected):
+        batch.append(line)
+        size += len(line)
+        if size > 32_000_000:
+            session.post(f"{url}/api/v1/import", data="\n".join(batch).encode(), timeout=600).raise_for_status()
+            batch, size = [], 0
+    if batch:
+        session.post(f"{url}/api/v1/import", data="\n".join(batch).encode(), timeout=600).raise_for_status()
+    session.get(f"{url}/internal/force_flush", timeout=120).raise_for_status()
+    return time.perf_counter() - started
+
+
+class TimedClient:
+    """Adds up the wall time spent waiting for the TSDB."""
+
+    def __init__(self, client) -> None:  # type: ignore[no-untyped-def]
+        self.client, self.seconds, self.calls = client, 0.0, 0
+
+    def range(self, query, start, end, step_seconds):  # type: ignore[no-untyped-def]
+        began = time.perf_counter()
+        try:
+            return self.client.range(query, start, end, step_seconds)
+        finally:
+            self.seconds += time.perf_counter() - began
+            self.calls += 1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
+    parser.add_argument("--days", type=int, default=30)
+    args = parser.parse_args()
+
+    from billing.metering.usage import FlavorSpec
+    from infra.metrics import MetricsClient
+    from scheduling.fleetops import measure
+    from tests.support.victoriametrics import VictoriaMetrics
+
+    flavors = [FlavorSpec("h100", "whole", H100, Decimal(1)),
+               FlavorSpec("a100-3g", "mig", A100, Decimal("0.4286"), "3g.40gb")]
+    end_dt = START + timedelta(days=args.days)
+    begin, end = int(START.timestamp()), int(end_dt.timestamp())
+    expected = Expected()
+    with tempfile.TemporaryDirectory(prefix="gpufleet-bench-fleet-") as tmp:
+        vm = VictoriaMetrics.start(Path(tmp))
+        try:
+            import_s = import_month(vm.url, begin, end, expected)
+            print(f"imported {expected.samples:,} samples in {import_s:.1f} s (not timed)")
+            client = TimedClient(MetricsClient(vm.url))
+            options = measure.Options(scrape_interval=INTERVAL)
+            began = time.perf_counter()
+            rows = measure.utilisation(client, flavors, START, end_dt, options)
+            util_done = time.perf_counter()
+            runs = [r for r in measure.idle_runs(client, flavors, START, end_dt, options)
+                    if r.idle_seconds >= MIN_IDLE_S]
+            done = time.perf_counter()
+        finally:
+            vm.stop()
+    total = done - began
+    allocated = sum((r.allocated_seconds for r in rows), Decimal(0))
+    active = sum((r.active_seconds for r in rows), Decimal(0))
+    idle_seconds = sum(r.idle_seconds for r in runs)
+    signals = {sig: sum(1 for r in runs if r.signal == sig) for sig in ("profiling", "gpu_util")}
+    share = client.seconds / total
+    print(f"utilisation ({len(rows):,} tenant x flavor x hour rows): {util_done - began:.2f} s")
+    print(f"idle findings ({len(runs):,} runs >= 60 min; {signals}): {done - util_done:.2f} s")
+    print(f"total: {total:.2f} s (target <= {TARGET_S:.0f} s) ratio {total / TARGET_S:.2f} of target "
+          f"{'PASS' if total <= TARGET_S else 'FAIL'}")
+    print(f"share of time inside the TSDB: {share:.0%} ({client.calls} queries, {client.seconds:.2f} s)")
+    print(f"fleet efficiency: {active / allocated:.3f}" if allocated else "no allocation")
+    checks = {
+        "findings": (len(runs), expected.findings),
+        "idle seconds": (idle_seconds, expected.idle_seconds),
+        "allocated seconds": (allocated, expected.allocated),
+    }
+    exact = True
+    for name, (got, want) in checks.items():
+        ok = got == want
+        exact &= ok
+        print(f"  {name:<18} measured {got} expected {want} {'PASS' if ok else 'FAIL'}")
+    print(f"load average: {open('/proc/loadavg').read().split()[:3]}" if os.path.exists("/proc/loadavg") else "")
+    return 0 if exact and total <= TARGET_S and share >= 0.5 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

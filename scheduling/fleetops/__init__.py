@@ -1,0 +1,1 @@
+"""Fleet operations: utilisation, idle GPUs, queue waits and capacity signals (computed in the TSDB)."""

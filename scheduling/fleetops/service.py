@@ -1,0 +1,166 @@
+"""Wires the catalog, billing's metering settings, the fleet's and tenants' thresholds and prices to the
+pure measurement (`measure`). Used by the CLI, the API and the pages."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from billing import collect as billing_collect
+from billing import conf as billing_conf
+from billing.invoicing import money
+from billing.metering.usage import RangeQuerier
+from billing.models import Price
+from tenants.models import Tenant
+
+from . import measure, queues
+from .models import FleetSettings, TenantIdleSettings
+from .promql import Thresholds
+
+
+def options() -> measure.Options:
+    opts = billing_collect.options()
+    return measure.Options(scrape_interval=int(opts["scrape_interval"]),  # type: ignore[call-overload]
+                           max_gap_scrapes=int(opts["max_gap_scrapes"]),  # type: ignore[call-overload]
+                           share_rule=str(opts["share_rule"]), usage_metric=str(opts["usage_metric"]))
+
+
+def _thresholds(fleet: FleetSettings, own: TenantIdleSettings | None) -> Thresholds:
+    def pick(name: str) -> Decimal:
+        value = getattr(own, name, None) if own is not None else None
+        return Decimal(value if value is not None else getattr(fleet, name))
+    return Thresholds(engine=pick("engine_threshold"), dram=pick("dram_threshold"),
+                      gpu_util=pick("gpu_util_threshold"))
+
+
+def threshold_groups(fleet: FleetSettings) -> tuple[list[measure.ThresholdGroup], dict[str, int]]:
+    """One group per distinct tenant threshold set (plus the fleet default) and per-tenant minimum runs."""
+    default = _thresholds(fleet, None)
+    by_thresholds: dict[Thresholds, list[str]] = defaultdict(list)
+    min_minutes: dict[str, int] = {}
+    for own in TenantIdleSettings.objects.select_related("tenant"):
+        th = _thresholds(fleet, own)
+        if own.min_idle_minutes is not None:
+            min_minutes[own.tenant.slug] = own.min_idle_minutes
+        if th != default:
+            by_thresholds[th].append(f"{measure.TENANT_PREFIX}{own.tenant.slug}")
+    groups = [measure.ThresholdGroup(th, tuple(sorted(ns))) for th, ns in by_thresholds.items()]
+    return [measure.ThresholdGroup(default), *groups], min_minutes
+
+
+def _price_table(currency: str) -> dict[str, list[Price]]:
+    table: dict[str, list[Price]] = defaultdict(list)
+    for price in Price.objects.filter(currency=currency).select_related("flavor"):
+        table[price.flavor.name].append(price)
+    return table
+
+
+def _price(table: dict[str, list[Price]], flavor: str, moment: datetime) -> Decimal | None:
+    day = moment.date()
+    for price in table.get(flavor, []):
+        if price.effective_from <= day and (price.effective_to is None or day < price.effective_to):
+            return price.per_unit_hour
+    return None
+
+
+def idle_findings(start: datetime, end: datetime, *, tenants: list[str] | None = None,
+                  min_idle_minutes: int | None = None, client: RangeQuerier | None = None) -> list[dict[str, Any]]:
+    """Idle findings in [start, end), optionally only for the given tenant slugs. `min_idle_minutes`
+    overrides every tenant's minimum (the CLI's --min-idle)."""
+    fleet = FleetSettings.current()
+    groups, per_tenant = threshold_groups(fleet)
+    specs = billing_collect.flavor_specs()
+    if tenants is not None:
+        wanted = {f"{measure.TENANT_PREFIX}{slug}" for slug in tenants}  # DNS labels: no regex meta
+        groups = [measure.ThresholdGroup(g.thresholds, tuple(wanted) if g.namespaces is None else
+                                         tuple(ns for ns in g.namespaces if ns in wanted)) for g in groups]
+        # the default group now lists the wanted tenants explicitly; drop the ones another group owns
+        owned = {ns for g in groups[1:] for ns in (g.namespaces or ())}
+        groups[0] = measure.ThresholdGroup(groups[0].thresholds, tuple(sorted(set(groups[0].namespaces or ()) - owned)))
+    runs = measure.idle_runs(client or billing_collect.metrics_client(), specs, start, end, options(), groups)
+    currency = billing_conf.text("GPUFLEET_BILLING_CURRENCY")
+    prices = _price_table(currency)
+    modes = {s.name: s.mode for s in specs}
+    out = []
+    for run in runs:
+        minimum = min_idle_minutes if min_idle_minutes is not None else per_tenant.get(
+            run.tenant_slug, fleet.min_idle_minutes)
+        if run.idle_seconds < minimum * 60:
+            continue
+        per_hour = _price(prices, run.flavor, run.start)
+        # Priced as billing prices a unit: a whole GPU or MIG instance per unit-hour; a HAMi share by its
+        # GPU fraction (billing's HAMi unit-seconds are share-weighted).
+        unit_seconds = run.gpu_equivalent_seconds if modes.get(run.flavor) == "hami" else Decimal(run.idle_seconds)
+        out.append({
+            "tenant": run.tenant_slug, "namespace": run.namespace, "pod": run.pod, "container": run.container,
+            "device": run.device, "mig_instance": run.mig_instance, "flavor": run.flavor,
+            "start": run.start.isoformat(), "end": None if run.ongoing else run.end.isoformat(),
+            "ongoing": run.ongoing, "idle_seconds": run.idle_seconds,
+            "gpu_equivalent_seconds": run.gpu_equivalent_seconds.normalize(),
+            "memory_mib": run.memory_mib.normalize(),
+            "cost": None if per_hour is None else money(unit_seconds * per_hour / 3600),
+            "currency": currency, "signal": run.signal,
+        })
+    return sorted(out, key=lambda f: (f["tenant"], f["start"], f["namespace"], f["pod"], f["device"]))
+
+
+def utilisation(start: datetime, end: datetime, *, tenants: list[str] | None = None,
+                client: RangeQuerier | None = None) -> list[dict[str, Any]]:
+    """Per tenant x flavor over [start, end) (whole hours): allocated, active, efficiency, memory."""
+    rows = measure.utilisation(client or billing_collect.metrics_client(), billing_collect.flavor_specs(),
+                               start, end, options())
+    totals: dict[tuple[str, str], list[Decimal]] = defaultdict(lambda: [Decimal(0)] * 5)
+    for row in rows:
+        if tenants is not None and row.tenant_slug not in tenants:
+            continue
+        acc = totals[(row.tenant_slug, row.flavor)]
+        for i, value in enumerate((row.allocated_seconds, row.active_seconds, row.allocated_gpu_equivalent_seconds,
+                                   row.active_gpu_equivalent_seconds, row.memory_mib_seconds)):
+            acc[i] += value
+    return [{"tenant": tenant, "flavor": flavor, "allocated_seconds": a, "active_seconds": act,
+             "efficiency": (act / a).quantize(Decimal("0.0001")) if a else None,
+             "allocated_gpu_equivalent_seconds": ga, "active_gpu_equivalent_seconds": gact,
+             "average_memory_mib": (mem / a).quantize(Decimal("0.1")) if a else None}
+            for (tenant, flavor), (a, act, ga, gact, mem) in sorted(totals.items())]
+
+
+def visible_tenants(user: Any) -> list[str] | None:
+    """None = every tenant (platform admins); else the slugs of the caller's tenants."""
+    from gpufleet.accounts.roles import is_platform_admin
+
+    if is_platform_admin(user):
+        return None
+    return list(Tenant.objects.for_user(user).values_list("slug", flat=True))
+
+
+def flavor_queues() -> list[queues.FlavorQueues]:
+    """Per flavor: Kueue resource, capacity and the ClusterQueues (tenant-<slug>) with quota in it."""
+    from scheduling.models import Flavor, Quota
+    from scheduling.render import cluster_queue_name
+
+    by_flavor: dict[int, list[str]] = defaultdict(list)
+    for flavor_id, slug in Quota.objects.values_list("flavor_id", "tenant__slug").order_by("tenant__slug"):
+        by_flavor[flavor_id].append(cluster_queue_name(slug))
+    return [queues.FlavorQueues(f.name, f.resource_name, f.capacity, tuple(by_flavor.get(f.pk, ())))
+            for f in Flavor.objects.order_by("name")]
+
+
+def signal_settings(fleet: FleetSettings | None = None) -> queues.SignalSettings:
+    fleet = fleet or FleetSettings.current()
+    return queues.SignalSettings(wait_seconds=fleet.queue_wait_seconds,
+                                 allocation_ratio=Decimal(fleet.allocation_ratio))
+
+
+def render_inputs() -> dict[str, Any]:
+    """Render-context contribution (tenants.render.CONTEXT_EXTRAS): the rule kind and its inputs."""
+    from django.conf import settings as django_settings
+
+    fleet = FleetSettings.current()
+    return {"fleetops": {"kind": str(fleet.rule_kind), "namespace": django_settings.GPUFLEET_MONITORING_NAMESPACE,
+                         "flavors": flavor_queues(), "signals": signal_settings(fleet)}}
+
+
+def capacity_signals(at: datetime, client: Any = None) -> list[queues.Signal]:
+    return queues.evaluate(client or billing_collect.metrics_client(), flavor_queues(), signal_settings(), at)

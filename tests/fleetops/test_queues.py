@@ -1,0 +1,98 @@
+"""Capacity signals from Kueue metrics: rendered as PrometheusRule/VMRule (valid against the upstream
+CRDs, in `render --platform`) and evaluated by the platform itself in a real VictoriaMetrics."""
+
+from __future__ import annotations
+
+import io
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+import yaml
+from django.core.management import call_command
+
+from infra.metrics import MetricsClient
+from infra.schemas import SchemaRegistry
+from scheduling import actions as scheduling_actions
+from scheduling.fleetops import queues, service
+from scheduling.fleetops.models import FleetSettings
+from scheduling.models import Flavor, GpuModel
+from tests.support import factories
+from tests.support.services import need_reference
+
+pytestmark = pytest.mark.django_db
+
+NOW = (datetime.now(UTC) - timedelta(days=1)).replace(minute=0, second=0, microsecond=0)
+BUCKETS = ("1", "2.5", "5", "10", "20", "40", "80", "160", "320", "640", "1280", "2560", "5120", "10240",
+           "20480", "40960", "+Inf")
+
+
+@pytest.fixture
+def catalog(db):  # type: ignore[no-untyped-def]
+    model = GpuModel.objects.create(name="h100", dcgm_model_name="NVIDIA H100 80GB HBM3", memory_mib=81559)
+    Flavor.objects.create(name="h100", gpu_model=model, mode="whole", weight=1, capacity=10)
+    Flavor.objects.create(name="h100-3g", gpu_model=model, mode="mig", mig_profile="3g.40gb", capacity=14)
+    for slug in ("acme", "bravo"):
+        tenant = factories.tenant(slug, phase="ready")
+        scheduling_actions.set_quota(tenant, flavor="h100", nominal=4)
+
+
+def wait_lines(queue: str, wait_seconds: int, count: int, start: datetime, minutes: int) -> list[str]:
+    """A cumulative admission-wait histogram: `count` workloads per minute, each waiting `wait_seconds`."""
+    out = []
+    for i in range(minutes + 1):
+        t = int((start + timedelta(minutes=i)).timestamp() * 1000)
+        for le in BUCKETS:
+            inside = le == "+Inf" or Decimal(le) >= wait_seconds
+            value = count * i if inside else 0
+            out.append(f'kueue_admission_wait_time_seconds_bucket{{cluster_queue="{queue}",priority_class="",'
+                       f'replica_role="leader",le="{le}"}} {value} {t}')
+        out.append(f'kueue_pending_workloads{{cluster_queue="{queue}",status="active",replica_role="leader"}} 3 {t}')
+    return out
+
+
+def usage_lines(flavor: str, resource: str, value: int, start: datetime, days: int) -> list[str]:
+    return [f'kueue_cluster_queue_resource_usage{{cohort="",cluster_queue="tenant-acme",flavor="{flavor}",'
+            f'resource="{resource}",replica_role="leader"}} {value} '
+            f'{int((start + timedelta(minutes=5 * i)).timestamp() * 1000)}' for i in range(days * 288 + 1)]
+
+
+def test_rules_render_valid_for_both_operators(catalog, settings) -> None:  # type: ignore[no-untyped-def]
+    registry = SchemaRegistry(need_reference())
+    for kind in ("PrometheusRule", "VMRule"):
+        fleet = FleetSettings.current()
+        fleet.rule_kind = kind
+        fleet.save()
+        out = io.StringIO()
+        call_command("render", "--platform", stdout=out)
+        docs = [d for d in yaml.safe_load_all(out.getvalue()) if d and d.get("kind") == kind]
+        assert len(docs) == 1
+        rule = docs[0]
+        assert registry.validate([rule]) == []
+        alerts = {(r["alert"], r["labels"]["flavor"]) for r in rule["spec"]["groups"][0]["rules"]}
+        assert alerts == {("GpuFleetAddCapacity", "h100"), ("GpuFleetExpansionReview", "h100"),
+                          ("GpuFleetAddCapacity", "h100-3g"), ("GpuFleetExpansionReview", "h100-3g")}
+        assert 'cluster_queue=~"tenant-acme|tenant-bravo"' in rule["spec"]["groups"][0]["rules"][0]["expr"]
+
+
+def test_signals_evaluated_in_victoriametrics(catalog, metrics) -> None:  # type: ignore[no-untyped-def]
+    start = NOW - timedelta(days=30)
+    # acme's workloads wait ~40 min (bucket 2560 s) for the last hour: above 30 min. bravo's wait 30 s.
+    metrics.import_prometheus([*wait_lines("tenant-acme", 2400, 2, NOW - timedelta(hours=1), 60),
+                               *wait_lines("tenant-bravo", 30, 2, NOW - timedelta(hours=1), 60),
+                               *usage_lines("h100", "nvidia.com/gpu", 9, start, 30)])
+    signals = service.capacity_signals(NOW, MetricsClient(metrics.url))
+    kinds = {(s.kind, s.flavor) for s in signals}
+    assert kinds == {("add-capacity", "h100"), ("expansion-review", "h100")}
+    review = next(s for s in signals if s.kind == "expansion-review")
+    assert review.value == Decimal("0.9") and "9.0 of 10 units" in review.message
+    wait = next(s for s in signals if s.kind == "add-capacity")
+    assert Decimal(1800) < wait.value <= Decimal(2560)
+    # Below the thresholds: nothing.
+    fleet = FleetSettings.current()
+    fleet.queue_wait_seconds, fleet.allocation_ratio = 3000, Decimal("0.95")
+    fleet.save()
+    assert service.capacity_signals(NOW, MetricsClient(metrics.url)) == []
+    per_queue = queues.wait_by_queue(MetricsClient(metrics.url), NOW)
+    assert per_queue["tenant-bravo"]["p90_wait_seconds"] <= 40
+    assert per_queue["tenant-acme"]["pending_workloads"] == 3
