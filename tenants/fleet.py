@@ -9,15 +9,26 @@ Everything else -- a new generation, a phase to move, a drifted or missing file,
 goes through the ordinary `reconcile.reconcile_tenant` (per-tenant lock, validation, status,
 audit), and on the GitOps backend those applies share one commit per chunk (`GitOpsBackend.batch`),
 so a cold start of a thousand tenants is a handful of commits, not a thousand.
+
+At 10,000 tenants even rendering every tenant is too slow for a periodic pass, so the pass keeps,
+per process, what each set of render inputs rendered (`_KNOWN`: digest, object count and the
+backend's comparison token, e.g. the GitOps tree id), keyed by the inputs themselves: the
+platform-wide context, the tenant's view (row fields, quotas, isolation...), the schema registry.
+Rendering is pure, so an entry never goes stale -- a changed input is a different key -- and
+whether the repository still holds that state is asked of the backend every pass (`token_in_sync`:
+HEAD's tree, `git status`, the drift record): a hand edit is found whatever the memo says.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import TypeVar
+
+from django.conf import settings
 
 from gpufleet import clock
 from infra.backend import ApplyResult, Backend
@@ -58,17 +69,75 @@ class FleetPass:
         return len(self.clean) + len(self.outcomes) + len(self.deferred)
 
 
+@dataclass(frozen=True)
+class Known:
+    """What one set of render inputs renders: valid manifests with this digest and object count, and
+    the backend's token for them (`GitOpsBackend.token`)."""
+
+    digest: str
+    objects: int
+    token: object
+
+
+# Render-input key -> Known. Rebuilt each pass from the keys that pass used (bounded by the fleet).
+_KNOWN: dict[bytes, Known] = {}
+
+
+def forget_renders() -> None:
+    """Drop every remembered render (tests that change render code in place call this)."""
+    _KNOWN.clear()
+
+
+def context_key(ctx: RenderContext, backend: Backend) -> str:
+    """The part of the render-input key that is the same for every tenant of a pass: the platform-wide
+    inputs, the schemas objects were validated against, and the backend (its token's kind)."""
+    return repr((ctx, settings.GPUFLEET_REFERENCE_DIR, settings.GPUFLEET_KUBERNETES_VERSION, type(backend).__name__))
+
+
+def inputs_key(ctx_key: str, view: TenantView) -> bytes:
+    # `repr` of the frozen dataclasses keeps every field, its type and order; anything it could not
+    # tell apart would only be a miss, never a wrong hit, unless two different inputs print the same.
+    return hashlib.blake2b(f"{ctx_key}\n{view!r}".encode(), digest_size=16).digest()
+
+
 def _needs_render(tenant: Tenant) -> bool:
     """Only steady tenants whose last apply saw their current generation can be clean."""
     return tenant.phase in STEADY and tenant.observed_generation == tenant.generation
 
 
-def _clean_objects(tenant: Tenant, view: TenantView, backend: Backend, ctx: RenderContext) -> int | None:
+def _clean_objects(
+    tenant: Tenant, view: TenantView, backend: Backend, ctx: RenderContext, ctx_key: str, seen: dict[bytes, Known]
+) -> int | None:
     """Number of objects if the tenant needs no work, else None (it will be reconciled)."""
-    manifests = render_tenant(view, ctx)
-    if digest(manifests) != tenant.applied_digest or get_schema_registry().validate(manifests):
+    token_in_sync = getattr(backend, "token_in_sync", None)
+    if token_in_sync is None:  # a backend without tokens: render and compare every pass
+        manifests = render_tenant(view, ctx)
+        if digest(manifests) != tenant.applied_digest or get_schema_registry().validate(manifests):
+            return None
+        return len(manifests) if backend.in_sync(tenant.owner, manifests) else None  # type: ignore[attr-defined]
+    key = inputs_key(ctx_key, view)
+    known = _KNOWN.get(key)
+    if known is None:
+        manifests = render_tenant(view, ctx)
+        if get_schema_registry().validate(manifests):
+            return None  # never remembered: the reconcile reports it
+        known = Known(digest(manifests), len(manifests), backend.token(manifests))  # type: ignore[attr-defined]
+    seen[key] = known
+    if known.digest != tenant.applied_digest:
         return None
-    return len(manifests) if backend.in_sync(tenant.owner, manifests) else None  # type: ignore[attr-defined]
+    return known.objects if token_in_sync(tenant.owner, known.token) else None
+
+
+def _remember(outcomes: list[reconcile.Outcome], backend: Backend, ctx: RenderContext, ctx_key: str,
+              seen: dict[bytes, Known]) -> None:
+    """What the pass's successful applies rendered (validated, applied and committed), for the next pass."""
+    token = getattr(backend, "token", None)
+    if token is None:
+        return
+    for outcome in outcomes:
+        if outcome.rendered is not None and outcome.phase in STEADY and not outcome.problems:
+            view, manifests, applied = outcome.rendered
+            seen[inputs_key(ctx_key, view)] = Known(applied, len(manifests), token(manifests))
 
 
 def _chunks(items: list[T], size: int) -> Iterator[list[T]]:
@@ -96,7 +165,10 @@ def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet rec
         result.deferred = list(Tenant.objects.live().order_by("pk").values_list("pk", flat=True))
         return result
     dirty: list[int] = []  # in pk order, like `tenants`
-    tenants = list(Tenant.objects.live().order_by("pk"))
+    ctx_key = context_key(ctx, backend)
+    seen: dict[bytes, Known] = {}
+    # Not the applied object list: the pass never reads it, and at 10,000 tenants it is most of the rows.
+    tenants = list(Tenant.objects.live().order_by("pk").defer("applied_objects"))
     views: dict[int, TenantView] = {}
     for chunk in _chunks(tenants, VIEW_CHUNK):
         try:
@@ -108,7 +180,7 @@ def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet rec
         objects = None
         if view is not None and _needs_render(tenant):
             try:
-                objects = _clean_objects(tenant, view, backend, ctx)
+                objects = _clean_objects(tenant, view, backend, ctx, ctx_key, seen)
             except Exception:  # the reconcile below reports it on the tenant (and in `errors`)
                 log.exception("fleet reconcile: checking tenant %s failed", tenant.slug)
         if objects is None:
@@ -123,6 +195,7 @@ def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet rec
             batch(f"{message}: {len(chunk)} tenants") if batch else nullcontext()
         )
         written: list[int] = []  # tenants of this chunk whose files await the chunk's commit
+        first = len(result.outcomes)
         try:
             with scope:
                 for tenant_id in chunk:
@@ -147,4 +220,8 @@ def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet rec
             failed = set(written)
             result.outcomes = [o for o in result.outcomes if o.tenant not in _slugs(failed)]
             result.retry.extend(written)
+        else:
+            _remember(result.outcomes[first:], backend, ctx, ctx_key, seen)
+    _KNOWN.clear()
+    _KNOWN.update(seen)
     return result

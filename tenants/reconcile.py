@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.db import transaction
 
@@ -38,6 +38,8 @@ class Outcome:
     phase: str
     result: ApplyResult | None = None
     problems: tuple[str, ...] = ()
+    # (view, manifests, digest) of a successful apply: the fleet pass remembers what these inputs render.
+    rendered: tuple[TenantView, list[dict], str] | None = field(default=None, compare=False, repr=False)
 
     @property
     def summary(self) -> str:
@@ -175,17 +177,18 @@ def _reconcile_tenant(
             phase, cond = Phase.SUSPENDED, _condition("Ready", "False", "Suspended", "GPU admission stopped")
         else:
             phase, cond = Phase.READY, _condition("Ready", "True", "Applied", result.summary())
+        applied = digest(manifests)
         _finish(
             tenant,
             phase,
             _merge_condition(tenant.conditions, cond),
             f"tenant.{phase}",
             observed_generation=generation,
-            applied_digest=digest(manifests),
+            applied_digest=applied,
             applied_objects=[ref(m).key for m in manifests],
             last_reconciled_at=clock.now(),
         )
-        return Outcome(tenant.slug, phase, result)
+        return Outcome(tenant.slug, phase, result, rendered=None if teardown else (view, manifests, applied))
 
 
 def _require_published(backend: Backend, owner: str) -> None:
