@@ -105,11 +105,15 @@ class FastCheck:
     rejects, and every message, comes from `jsonschema` itself, so a stricter or failing fast check costs
     time, never a verdict. Formats are not asserted, as `jsonschema` does not without a format checker."""
 
-    def __init__(self, schema: Any) -> None:
+    def __init__(self, schema: Any, resources: tuple[Any, ...] = ()) -> None:
+        """`resources`: schemas `schema` refers to by their `$id` (kubernetes-validate's definitions)."""
         self.validator = None
         if jsonschema_rs is not None:
             try:
-                self.validator = jsonschema_rs.validator_for(_never_matching(schema), validate_formats=False)
+                registry = jsonschema_rs.Registry([(r["$id"], _never_matching(r)) for r in resources])
+                self.validator = jsonschema_rs.validator_for(
+                    _never_matching(schema), validate_formats=False, registry=registry
+                )
             except Exception:  # a schema the compiled validator cannot take: the pure-Python path only
                 self.validator = None
 
@@ -223,6 +227,8 @@ class SchemaRegistry:
             validator = self.core_validator(str(manifest.get("apiVersion")), str(manifest.get("kind")))
         except kubernetes_validate.SchemaNotFoundError:
             return [Problem(name, f"unknown core kind {manifest.get('apiVersion')} {manifest.get('kind')}")]
+        if self._fast_valid(validator, manifest):
+            return []
         error = jsonschema.exceptions.best_match(validator.iter_errors(manifest))
         if error is None:
             return []
@@ -248,7 +254,10 @@ class SchemaRegistry:
             ) from exc
         definitions = utils.schema_contents(f"{folder}/_definitions.json", wanted)
         registry = Resource.from_contents(definitions) @ (Resource.from_contents(schema) @ Registry())
-        return jsonschema.validators.Draft202012Validator(schema, registry=registry)
+        validator = jsonschema.validators.Draft202012Validator(schema, registry=registry)
+        if "$id" in definitions:
+            self._fast[id(validator.schema)] = FastCheck(schema, (definitions,))
+        return validator
 
     def _validate_custom(self, manifest: Manifest, name: str) -> list[Problem]:
         if not self.available:
