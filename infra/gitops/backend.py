@@ -53,6 +53,9 @@ def record_text(files: dict[str, bytes]) -> str:
     return json.dumps({name: sha256(data) for name, data in sorted(files.items())})
 
 
+# Repository path -> the HEAD/main fingerprint whose main `health.repair_main` last found sound.
+_VERIFIED: dict[str, tuple[object, ...]] = {}
+
 # Drift records by (path, stat): the fleet's no-op check stats each record instead of reading it.
 _RECORDS: dict[str, tuple[tuple[int, ...], bytes]] = {}
 
@@ -149,9 +152,11 @@ class GitOpsBackend:
                 self.git.ensure_repo(remote=self.remote, remote_branch=self.remote_branch)
                 self._configure()
                 health.repair_index_lock(self.git)
-                if self._fingerprint() != self._verified:  # main is checked again only when it moved
+                # main is checked again only when it moved (remembered per repository across instances:
+                # each task builds its own backend, and the event path should not pay a `rev-parse`).
+                if self._fingerprint() not in (self._verified, _VERIFIED.get(str(self.path))):
                     health.repair_main(self.git)
-                    self._verified = self._fingerprint()
+                    self._verified = _VERIFIED[str(self.path)] = self._fingerprint()
                 if self._batch is None:
                     self._commit_interrupted_batch()
                 yield
@@ -237,6 +242,7 @@ class GitOpsBackend:
     def _forget(self) -> None:
         self._status_cache = None
         self._verified = None
+        _VERIFIED.pop(str(self.path), None)
 
     def _fingerprint(self) -> tuple[object, ...]:
         """What the committed state hangs on: HEAD, main (loose or packed), and a lock in progress.
@@ -457,6 +463,8 @@ class GitOpsBackend:
                     continue
                 changes[f"{plan.owner.path}/{name}"] = data
         revision = self.git.commit_files(changes, message)
+        if revision is not None:  # main moved by our own hand, onto a commit: nothing to re-check
+            self._verified = _VERIFIED[str(self.path)] = self._fingerprint()
         self._verify_committed(plans)
         return revision
 
