@@ -192,10 +192,10 @@ class GitOpsBackend:
 
     # --- what is committed -------------------------------------------------------------------------
 
-    def _head_tree(self, own: Owner) -> str | None:
+    def _head_tree(self, own: Owner, fingerprint: tuple[object, ...] | None = None) -> str | None:
         """HEAD's tree id for the owner's folder (None if HEAD has no such folder)."""
         parent, _, leaf = own.path.rpartition("/")
-        fingerprint = self._fingerprint()
+        fingerprint = fingerprint or self._fingerprint()
         if self._trees is None or self._trees[0] != fingerprint:
             self._trees = (fingerprint, {}, {})
         _, listings, lookups = self._trees
@@ -264,20 +264,20 @@ class GitOpsBackend:
         return (stamp(f"{git_dir}/HEAD"), stamp(f"{git_dir}/refs/heads/main"), stamp(f"{git_dir}/packed-refs"),
                 stamp(f"{git_dir}/index.lock"))
 
-    def _repo_view(self) -> tuple[bool, frozenset[str]]:
-        """(HEAD is a commit on main, paths that differ from HEAD), cached while `_fingerprint` holds."""
-        if not (self.path / ".git").is_dir():
+    def _repo_view(self, fingerprint: tuple[object, ...] | None = None) -> tuple[bool, frozenset[str]]:
+        """(HEAD is a commit on main, paths that differ from HEAD), cached while `_fingerprint` holds
+        (`fingerprint`: the caller's, taken just now)."""
+        fingerprint = fingerprint or self._fingerprint()
+        if fingerprint[0] is None:  # no .git/HEAD: not a repository (yet)
             return (False, frozenset())
-        fingerprint = self._fingerprint()
         if self._status_cache is None or self._status_cache[0] != fingerprint:
             on_main = health.head_target(self.git) == "refs/heads/main"
             ok = on_main and self.git.ref_exists("refs/heads/main")
             self._status_cache = (fingerprint, ok, frozenset(self._uncommitted()))
         return self._status_cache[1], self._status_cache[2]
 
-    def _dirty(self, own: Owner) -> bool:
-        """Does `git status` (cached, `_repo_view`) list anything directly in the owner's folder?"""
-        _, dirty = self._repo_view()
+    def _dirty(self, own: Owner, dirty: frozenset[str]) -> bool:
+        """Does `git status` (`dirty`, from `_repo_view`) list anything directly in the owner's folder?"""
         if self._dirty_folders is None or self._dirty_folders[0] is not dirty:
             self._dirty_folders = (dirty, frozenset(p.rpartition("/")[0] for p in dirty))
         return own.path in self._dirty_folders[1]
@@ -532,11 +532,12 @@ class GitOpsBackend:
         main stay) lists nothing in it -- no hand edit, addition, deletion or uncommitted write -- and
         the drift record is the one those files make. A broken main is never "in sync"."""
         own = Owner.parse(owner)
-        head_ok, _ = self._repo_view()
-        if not head_ok or self._dirty(own):
+        fingerprint = self._fingerprint()  # once: HEAD/main must not move between the checks below
+        head_ok, dirty = self._repo_view(fingerprint)
+        if not head_ok or self._dirty(own, dirty):
             return False
         tree, record = token
-        if (self._head_tree(own) or "") != tree:
+        if (self._head_tree(own, fingerprint) or "") != tree:
             return False
         if not tree:  # nothing desired: in sync without any record
             return self._record_key(own) is None
