@@ -484,6 +484,7 @@ class GitOpsBackend:
         folder = self.git.git_dir() / "gpufleet"
         if not folder.is_dir():
             return
+        self.git.reindex_interrupted()
         for pending in sorted(folder.glob("pending-*")):
             paths = [p for p in pending.read_text().split() if p]
             if paths:

@@ -193,14 +193,30 @@ class Git:
         stream.append(b"done\n")
         marks = self.git_dir() / "gpufleet" / f"marks-{os.getpid()}"
         marks.parent.mkdir(parents=True, exist_ok=True)
+        paths = b"".join(path.encode() + b"\0" for path in sorted(changes))
+        # Until the index has learnt these paths, a crash would leave them "modified" in `git status`
+        # forever (HEAD and the work tree agree, so no apply would touch them): `reindex_interrupted`.
+        reindex = self.git_dir() / "gpufleet" / f"reindex-{os.getpid()}"
+        reindex.write_bytes(paths)
         self._run_bytes(["fast-import", "--quiet", "--done", f"--export-marks={marks}"], b"".join(stream))
         head = marks.read_text().split()[1]  # ":1 <commit>"
         marks.unlink(missing_ok=True)
         # The index learns the committed paths (stat data included: `status` stays cheap).
-        self._run_bytes(["update-index", "--add", "--remove", "-z", "--stdin"],
-                        b"".join(path.encode() + b"\0" for path in sorted(changes)))
+        self._run_bytes(["update-index", "--add", "--remove", "-z", "--stdin"], paths)
+        reindex.unlink(missing_ok=True)
         self._repack_if_needed()
         return head
+
+    def reindex_interrupted(self) -> None:
+        """Re-index the paths of a `commit_files` that died between its commit and its `update-index`."""
+        folder = self.git_dir() / "gpufleet"
+        if not folder.is_dir():
+            return
+        for pending in sorted(folder.glob("reindex-*")):
+            paths = pending.read_bytes()
+            if paths:
+                self._run_bytes(["update-index", "--add", "--remove", "-z", "--stdin"], paths)
+            pending.unlink(missing_ok=True)
 
     def _repack_if_needed(self) -> None:
         pack_dir = self.git_dir() / "objects" / "pack"

@@ -67,3 +67,30 @@ def test_tree_ids_computed_in_python_are_gits(tmp_path) -> None:
         assert git(tmp_path, "hash-object", name).strip() == blob_sha(data)
     git(tmp_path, "add", ".")
     assert git(tmp_path, "write-tree").strip() == tree_sha(files)
+
+
+def test_a_commit_whose_reindex_died_is_reindexed_by_the_next_write(tmp_path, monkeypatch) -> None:
+    from infra.errors import PermanentError
+    from infra.gitops import GitOpsBackend
+    from infra.gitops.git import Git
+
+    from .helpers import config_map, status
+
+    need_binary("git")
+    backend = GitOpsBackend(tmp_path / "repo")
+    backend.apply("tenant:acme", [config_map("tenant:acme", "a", gpus="1")])
+    run_bytes = Git._run_bytes
+
+    def dies_before_reindexing(self, args, data):  # type: ignore[no-untyped-def]
+        if args[0] == "update-index":
+            raise PermanentError("killed")
+        return run_bytes(self, args, data)
+
+    monkeypatch.setattr(Git, "_run_bytes", dies_before_reindexing)
+    with pytest.raises(PermanentError):
+        backend.apply("tenant:acme", [config_map("tenant:acme", "a", gpus="2")])
+    monkeypatch.undo()
+    assert status(backend.path) != ""  # committed, but the index still holds the old bytes
+    # Nothing left to commit for this owner (HEAD and disk agree), yet the next write repairs the index.
+    GitOpsBackend(backend.path).apply("tenant:other", [config_map("tenant:other", "b", gpus="1")])
+    assert status(backend.path) == ""
