@@ -3,7 +3,9 @@ unreachable cluster marks its own tenants' placements, never blocks the others."
 
 from __future__ import annotations
 
+import gc
 import socket
+import warnings
 from collections.abc import Iterator
 
 import pytest
@@ -32,33 +34,59 @@ class Gone:
 
 
 @pytest.fixture
-def emulators() -> Iterator[dict[str, object]]:
+def emulators() -> Iterator[dict[str, str]]:
     need_reference()
     pytest.importorskip("kmock")
     from tests.kube.emulator import EmulatorThread
 
     running = {name: EmulatorThread().start() for name in ("training", "dev")}
     try:
-        yield {**running, "inference": Gone()}
+        # URLs only: the emulator objects must be unreferenced when the fixture collects them below.
+        yield {**{name: emulator.url for name, emulator in running.items()}, "inference": Gone().url}
     finally:
+        for api in OPEN:  # close keep-alive connections before their server goes (else a ResourceWarning later)
+            api.close()
+        OPEN.clear()
         for emulator in running.values():
             emulator.stop()
+        running.clear()
+        # kmock leaves its listening socket to the garbage collector: finalize it here, not in a later test.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            gc.collect()
+
+
+OPEN: list[ApiClient] = []
 
 
 def client(url: str) -> KubernetesBackend:
     configuration = Configuration()
     configuration.host = url
     configuration.retries = 0
-    return KubernetesBackend(ApiClient(configuration), timeout=(2.0, 5.0))
+    OPEN.append(ApiClient(configuration))
+    return KubernetesBackend(OPEN[-1], timeout=(2.0, 5.0))
 
 
 def test_an_unreachable_cluster_marks_its_own_placements_only(placed, emulators) -> None:
+    try:
+        _unreachable_cluster(placed, emulators)
+    finally:
+        # The refused connections' sockets and tracebacks are garbage now: finalize them here, under this
+        # test, so no later test sees their ResourceWarning.
+        for api in OPEN:
+            api.close()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            gc.collect()
+
+
+def _unreachable_cluster(placed, emulators) -> None:  # type: ignore[no-untyped-def]
     built: list[str] = []
 
     def factory(name: str):  # type: ignore[no-untyped-def]
         def make() -> KubernetesBackend:
             built.append(name)
-            return client(emulators[name].url)  # type: ignore[attr-defined]
+            return client(emulators[name])
         return make
 
     backend = PerClusterBackend({f"clusters/{n}": factory(n) for n in ("training", "inference", "dev")},
