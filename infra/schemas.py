@@ -27,6 +27,11 @@ import yaml
 
 from .manifests import Manifest, content_key, ref
 
+try:  # a compiled validator (Rust) for the common case, an object that is valid; optional
+    import jsonschema_rs
+except ImportError:  # pragma: no cover - then every object takes the pure-Python path
+    jsonschema_rs = None
+
 # Upstream CRDs are megabytes of YAML: libyaml's safe loader parses them ~10x faster when present.
 _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -83,6 +88,49 @@ def _to_jsonschema(schema: Any) -> Any:
     return out
 
 
+def _never_matching(schema: Any) -> Any:
+    """A copy where a `pattern` Python's `re` cannot compile (Cilium's "^\\PC*$") never matches: the
+    compiled check then rejects any value that reaches it, and `jsonschema` decides those, as before."""
+    if isinstance(schema, list):
+        return [_never_matching(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: _never_matching(value) for key, value in schema.items()}
+    if isinstance(out.get("pattern"), str):
+        try:
+            re.compile(out["pattern"])
+        except re.error:
+            out["pattern"] = r"[^\s\S]"
+    return out
+
+
+class FastCheck:
+    """A compiled copy of a schema that answers "valid?" ~50x faster than `jsonschema` (a cold start
+    validates 160,000 distinct objects at 10,000 tenants). Only "valid" is trusted: any object it
+    rejects, and every message, comes from `jsonschema` itself, so a stricter or failing fast check costs
+    time, never a verdict. Formats are not asserted, as `jsonschema` does not without a format checker."""
+
+    def __init__(self, schema: Any, resources: tuple[Any, ...] = ()) -> None:
+        """`resources`: schemas `schema` refers to by their `$id` (kubernetes-validate's definitions)."""
+        self.validator = None
+        if jsonschema_rs is not None:
+            try:
+                registry = jsonschema_rs.Registry([(r["$id"], _never_matching(r)) for r in resources])
+                self.validator = jsonschema_rs.validator_for(
+                    _never_matching(schema), validate_formats=False, registry=registry
+                )
+            except Exception:  # a schema the compiled validator cannot take: the pure-Python path only
+                self.validator = None
+
+    def valid(self, instance: Any) -> bool:
+        if self.validator is None:
+            return False
+        try:
+            return bool(self.validator.is_valid(instance))
+        except Exception:
+            return False
+
+
 class SchemaRegistry:
     def __init__(self, reference_dir: str | Path | None, kubernetes_version: str = "1.33") -> None:
         self.reference_dir = Path(reference_dir) if reference_dir else None
@@ -113,6 +161,8 @@ class SchemaRegistry:
                     raise LookupError(f"{api_version} {kind} is not served by the upstream CRD")
                 schema = _to_jsonschema(strict(copy.deepcopy(entry["schema"]["openAPIV3Schema"])))
                 cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft7Validator)
+                self._fast[id(schema)] = FastCheck(schema if "$schema" in schema else
+                                                   {**schema, "$schema": cls.META_SCHEMA["$schema"]})
                 return cls(schema)
         served = [v["name"] for v in crd["spec"]["versions"] if v.get("served")]
         raise LookupError(f"{kind} has no version {version!r} upstream (served: {', '.join(served)})")
@@ -128,7 +178,19 @@ class SchemaRegistry:
         if not path.is_file():
             return None
         schema = json.loads(path.read_text())
-        return jsonschema.validators.validator_for(schema)(schema)
+        validator = jsonschema.validators.validator_for(schema)(schema)
+        self._fast[id(validator.schema)] = FastCheck(schema if "$schema" in schema else
+                                                     {**schema, "$schema": type(validator).META_SCHEMA["$schema"]})
+        return validator
+
+    @functools.cached_property
+    def _fast(self) -> dict[int, FastCheck]:
+        """Compiled checks by `id` of the schema their jsonschema validator holds (kept alive by it)."""
+        return {}
+
+    def _fast_valid(self, validator: Any, instance: Any) -> bool:
+        check = self._fast.get(id(validator.schema))
+        return check is not None and check.valid(instance)
 
     def validate(self, manifests: Iterable[Manifest]) -> list[Problem]:
         problems: list[Problem] = []
@@ -170,6 +232,8 @@ class SchemaRegistry:
             validator = self.core_validator(str(manifest.get("apiVersion")), str(manifest.get("kind")))
         except kubernetes_validate.SchemaNotFoundError:
             return [Problem(name, f"unknown core kind {manifest.get('apiVersion')} {manifest.get('kind')}")]
+        if self._fast_valid(validator, manifest):
+            return []
         error = jsonschema.exceptions.best_match(validator.iter_errors(manifest))
         if error is None:
             return []
@@ -195,7 +259,10 @@ class SchemaRegistry:
             ) from exc
         definitions = utils.schema_contents(f"{folder}/_definitions.json", wanted)
         registry = Resource.from_contents(definitions) @ (Resource.from_contents(schema) @ Registry())
-        return jsonschema.validators.Draft202012Validator(schema, registry=registry)
+        validator = jsonschema.validators.Draft202012Validator(schema, registry=registry)
+        if "$id" in definitions:
+            self._fast[id(validator.schema)] = FastCheck(schema, (definitions,))
+        return validator
 
     def _validate_custom(self, manifest: Manifest, name: str) -> list[Problem]:
         if not self.available:
@@ -206,6 +273,8 @@ class SchemaRegistry:
             return [Problem(name, str(exc))]
         if validator is None:
             return [Problem(name, "no upstream CRD schema for this kind")]
+        if self._fast_valid(validator, manifest):
+            return []
         return [
             Problem(name, f"{'.'.join(str(p) for p in err.absolute_path) or '(root)'}: {err.message}")
             for err in sorted(validator.iter_errors(manifest), key=lambda e: list(map(str, e.absolute_path)))
@@ -216,6 +285,8 @@ class SchemaRegistry:
         if validator is None:
             return []
         values = manifest.get("spec", {}).get("values", {})
+        if self._fast_valid(validator, values):
+            return []
         return [
             Problem(name, f"spec.values.{'.'.join(str(p) for p in err.absolute_path)}: {err.message}")
             for err in validator.iter_errors(values)

@@ -9,15 +9,26 @@ Everything else -- a new generation, a phase to move, a drifted or missing file,
 goes through the ordinary `reconcile.reconcile_tenant` (per-tenant lock, validation, status,
 audit), and on the GitOps backend those applies share one commit per chunk (`GitOpsBackend.batch`),
 so a cold start of a thousand tenants is a handful of commits, not a thousand.
+
+At 10,000 tenants even rendering every tenant is too slow for a periodic pass, so the pass keeps,
+per process, what each set of render inputs rendered (`_KNOWN`: digest, object count and the
+backend's comparison token, e.g. the GitOps tree id), keyed by the inputs themselves: the
+platform-wide context, the tenant's view (row fields, quotas, isolation...), the schema registry.
+Rendering is pure, so an entry never goes stale -- a changed input is a different key -- and
+whether the repository still holds that state is asked of the backend every pass (`token_in_sync`:
+HEAD's tree, `git status`, the drift record): a hand edit is found whatever the memo says.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
+
+from django.conf import settings
 
 from gpufleet import clock
 from infra.backend import ApplyResult, Backend
@@ -57,20 +68,93 @@ class FleetPass:
         return len(self.clean) + len(self.outcomes) + len(self.deferred)
 
 
+@dataclass(frozen=True)
+class Known:
+    """What one set of render inputs renders: valid manifests with this digest (`placed_digest`) and object
+    count, and per host cluster the tenant is placed on, its owner there and the backend's token for its
+    objects on that cluster (`GitOpsBackend.token`)."""
+
+    digest: str
+    objects: int
+    token: tuple[tuple[str, object], ...]
+
+
+# Render-input key -> Known. Rebuilt each pass from the keys that pass used (bounded by the fleet).
+_KNOWN: dict[bytes, Known] = {}
+
+
+def forget_renders() -> None:
+    """Drop every remembered render (tests that change render code in place call this)."""
+    _KNOWN.clear()
+
+
+def context_key(ctx: RenderContext, backend: Backend) -> str:
+    """The part of the render-input key that is the same for every tenant of a pass: the platform-wide
+    inputs (with every host cluster: its tree, catalog, trust levels), the schemas objects were validated
+    against, and the backend (its token's kind). Keys of `ctx.extra` starting with "_" are caches derived
+    from the rest (the per-cluster contexts scheduling builds on first use) and are left out, so the key
+    does not depend on whether the platform was rendered before it was taken."""
+    ctx = replace(ctx, extra={k: v for k, v in ctx.extra.items() if not k.startswith("_")})
+    return repr((ctx, settings.GPUFLEET_REFERENCE_DIR, settings.GPUFLEET_KUBERNETES_VERSION, type(backend).__name__))
+
+
+def inputs_key(ctx_key: str, view: TenantView) -> bytes:
+    # `repr` of the frozen dataclasses keeps every field, its type and order; anything it could not
+    # tell apart would only be a miss, never a wrong hit, unless two different inputs print the same.
+    return hashlib.blake2b(f"{ctx_key}\n{view!r}".encode(), digest_size=16).digest()
+
+
 def _needs_render(tenant: Tenant) -> bool:
     """Only steady tenants whose last apply saw their current generation can be clean."""
     return tenant.phase in STEADY and tenant.observed_generation == tenant.generation
 
 
-def _clean_objects(tenant: Tenant, view: TenantView, backend: Backend, ctx: RenderContext) -> int | None:
+def _clean_objects(
+    tenant: Tenant, view: TenantView, backend: Backend, ctx: RenderContext, ctx_key: str, seen: dict[bytes, Known]
+) -> int | None:
     """Number of objects if the tenant needs no work, else None (it will be reconciled). Every host cluster
     the tenant is placed on must be in sync."""
-    rendered = render_placed(view, ctx)
-    manifests = [m for _, objects in rendered for m in objects]
-    if placed_digest(rendered) != tenant.applied_digest or get_schema_registry().validate(manifests):
+    token_in_sync = getattr(backend, "token_in_sync", None)
+    if token_in_sync is None:  # a backend without tokens: render and compare every pass
+        rendered = render_placed(view, ctx)
+        manifests = [m for _, objects in rendered for m in objects]
+        if placed_digest(rendered) != tenant.applied_digest or get_schema_registry().validate(manifests):
+            return None
+        in_sync = backend.in_sync  # type: ignore[attr-defined]
+        return len(manifests) if all(in_sync(p.owner(tenant.owner), objects) for p, objects in rendered) else None
+    # The placements (and each cluster's tree, catalog and the tenant's quotas there) are a pure function
+    # of the view and the context, so the key covers them: a placement added or moved is a new key.
+    key = inputs_key(ctx_key, view)
+    known = _KNOWN.get(key)
+    if known is None:
+        rendered = render_placed(view, ctx)
+        if get_schema_registry().validate([m for _, objects in rendered for m in objects]):
+            return None  # never remembered: the reconcile reports it
+        known = _known(placed_digest(rendered), [(p.owner(tenant.owner), objects) for p, objects in rendered],
+                       backend.token)  # type: ignore[attr-defined]
+    seen[key] = known
+    if known.digest != tenant.applied_digest:
         return None
-    in_sync = backend.in_sync  # type: ignore[attr-defined]
-    return len(manifests) if all(in_sync(p.owner(tenant.owner), objects) for p, objects in rendered) else None
+    return known.objects if all(token_in_sync(owner, token) for owner, token in known.token) else None
+
+
+def _known(applied: str, placed: list[tuple[str, list[dict]]], token: Callable[[list[dict]], object]) -> Known:
+    """`placed`: (owner with its cluster's prefix, manifests) per host cluster the tenant is placed on."""
+    return Known(applied, sum(len(objects) for _, objects in placed),
+                 tuple((owner, token(objects)) for owner, objects in placed))
+
+
+def _remember(outcomes: list[reconcile.Outcome], backend: Backend, ctx: RenderContext, ctx_key: str,
+              seen: dict[bytes, Known]) -> None:
+    """What the pass's successful applies rendered (validated, applied and committed on every cluster the
+    tenant is placed on: one that failed raised, so there is no outcome to remember), for the next pass."""
+    token = getattr(backend, "token", None)
+    if token is None:
+        return
+    for outcome in outcomes:
+        if outcome.rendered is not None and outcome.phase in STEADY and not outcome.problems:
+            view, placed, applied = outcome.rendered
+            seen[inputs_key(ctx_key, view)] = _known(applied, placed, token)
 
 
 def _chunks(items: list[T], size: int) -> Iterator[list[T]]:
@@ -98,7 +182,10 @@ def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet rec
         result.deferred = list(Tenant.objects.live().order_by("pk").values_list("pk", flat=True))
         return result
     dirty: list[int] = []  # in pk order, like `tenants`
-    tenants = list(Tenant.objects.live().order_by("pk"))
+    ctx_key = context_key(ctx, backend)
+    seen: dict[bytes, Known] = {}
+    # Not the applied object list: the pass never reads it, and at 10,000 tenants it is most of the rows.
+    tenants = list(Tenant.objects.live().order_by("pk").defer("applied_objects"))
     views: dict[int, TenantView] = {}
     for chunk in _chunks(tenants, VIEW_CHUNK):
         try:
@@ -110,7 +197,7 @@ def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet rec
         objects = None
         if view is not None and _needs_render(tenant):
             try:
-                objects = _clean_objects(tenant, view, backend, ctx)
+                objects = _clean_objects(tenant, view, backend, ctx, ctx_key, seen)
             except Exception:  # the reconcile below reports it on the tenant (and in `errors`)
                 log.exception("fleet reconcile: checking tenant %s failed", tenant.slug)
         if objects is None:
@@ -125,6 +212,7 @@ def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet rec
             batch(f"{message}: {len(chunk)} tenants") if batch else nullcontext()
         )
         written: list[int] = []  # tenants of this chunk whose files await the chunk's commit
+        first = len(result.outcomes)
         try:
             with scope:
                 for tenant_id in chunk:
@@ -149,4 +237,8 @@ def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet rec
             failed = set(written)
             result.outcomes = [o for o in result.outcomes if o.tenant not in _slugs(failed)]
             result.retry.extend(written)
+        else:
+            _remember(result.outcomes[first:], backend, ctx, ctx_key, seen)
+    _KNOWN.clear()
+    _KNOWN.update(seen)
     return result

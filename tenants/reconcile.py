@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.db import transaction
 
@@ -46,6 +46,10 @@ class Outcome:
     phase: str
     result: ApplyResult | None = None
     problems: tuple[str, ...] = ()
+    # (view, [(owner on its host cluster, manifests)], digest) of a successful apply: the fleet pass remembers
+    # what these inputs render, per placement.
+    rendered: tuple[TenantView, list[tuple[str, list[dict]]], str] | None = field(
+        default=None, compare=False, repr=False)
 
     @property
     def summary(self) -> str:
@@ -195,17 +199,19 @@ def _reconcile_tenant(
             phase, cond = Phase.SUSPENDED, _condition("Ready", "False", "Suspended", "GPU admission stopped")
         else:
             phase, cond = Phase.READY, _condition("Ready", "True", "Applied", result.summary())
+        applied = placed_digest(rendered)
         _finish(
             tenant,
             phase,
             _merge_condition(tenant.conditions, cond),
             f"tenant.{phase}",
             observed_generation=generation,
-            applied_digest=placed_digest(rendered),
+            applied_digest=applied,
             applied_objects=list(dict.fromkeys(ref(m).key for m in manifests)),
             last_reconciled_at=clock.now(),
         )
-        return Outcome(tenant.slug, phase, result)
+        placed = [(p.owner(tenant.owner), objects) for p, objects in rendered]
+        return Outcome(tenant.slug, phase, result, rendered=None if teardown else (view, placed, applied))
 
 
 # Functions (tenant, placed, error or None) recording how delivering to one host cluster went (the scheduling

@@ -1,8 +1,16 @@
 """GitOps backend: desired state as one YAML file per object in a git repository.
 
 Argo CD or Flux syncs the repository into the cluster. We commit only real changes, so `git log`
-is the history of what gpufleet wanted and when; a no-op reconcile reads files and writes nothing
-(no git subprocess at all: bytes are compared in Python).
+is the history of what gpufleet wanted and when.
+
+Cost follows the change, not the fleet (benchmarks/reconcile.py, 10,000 tenants = 160,000 files):
+- a commit is one `git fast-import` of the changed files on top of main plus an `update-index` of
+  just those paths (`Git.commit_files`): `git add`/`git commit` read and rewrite the whole index;
+- what HEAD holds for an owner is compared by tree id: the id of the folder's tree, computed in
+  Python from the bytes (`tree_sha`), against HEAD's (one `ls-tree` of the parent folder serves a
+  whole fleet pass, a `cat-file --batch-check` a single apply); only a folder that differs is listed;
+- the fleet's no-op check (`token`/`token_in_sync`) reads no file at all: HEAD's tree id, one
+  `git status` for hand edits in the work tree, and the drift record's stat.
 
 Drift: for every owner we keep, outside the tracked tree (`.git/gpufleet/`), the SHA-256 of each
 file as gpufleet last wrote it. A file that must be rewritten and whose bytes are not what we last
@@ -25,7 +33,7 @@ from ..backend import ApplyResult
 from ..errors import PermanentError
 from ..manifests import Manifest, ObjectRef, Owner, ref, to_yaml
 from . import health, publish
-from .git import Git
+from .git import Git, blob_sha, tree_sha
 
 
 def file_name(obj: ObjectRef) -> str:
@@ -38,6 +46,21 @@ def file_name(obj: ObjectRef) -> str:
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def record_text(files: dict[str, bytes]) -> str:
+    """The drift record of an owner whose files are `files` (see `GitOpsBackend.record_written`)."""
+    return json.dumps({name: sha256(data) for name, data in sorted(files.items())})
+
+
+# Repository path -> the HEAD/main fingerprint whose main `health.repair_main` last found sound.
+_VERIFIED: dict[str, tuple[object, ...]] = {}
+
+# Drift records by (path, stat): the fleet's no-op check stats each record instead of reading it.
+_RECORDS: dict[str, tuple[tuple[int, ...], bytes]] = {}
+
+# After this many single-folder HEAD lookups under one parent in one HEAD, list the parent at once.
+_LOOKUPS_BEFORE_LISTING = 8
 
 
 @dataclass
@@ -55,6 +78,8 @@ class Plan:
     # `git commit` failed after they were written): nothing to write, but a commit to make.
     uncommitted: list[str] = field(default_factory=list)
     index_stale: bool = False
+    # Names whose bytes on disk were not HEAD's when planned -> HEAD's blob id (None: not in HEAD).
+    head_blobs: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:
@@ -103,7 +128,11 @@ class GitOpsBackend:
         # committed state moves (HEAD, main: see `_fingerprint`); a failed write clears it. So a fleet
         # pass or a batch of 250 tenants costs one status, not one per tenant (benchmarks/reconcile.py).
         self._status_cache: tuple[tuple[object, ...], bool, frozenset[str]] | None = None
+        self._dirty_folders: tuple[frozenset[str], frozenset[str]] | None = None  # (dirty paths, their folders)
         self._verified: tuple[object, ...] | None = None  # HEAD/main fingerprint last verified
+        # HEAD's tree id of each folder, by parent folder, for one fingerprint (see `_head_tree`).
+        self._trees: tuple[tuple[object, ...], dict[str, dict[str, str]], dict[str, int]] | None = None
+        self._configured = False
 
     @contextmanager
     def locked(self) -> Iterator[None]:
@@ -121,10 +150,13 @@ class GitOpsBackend:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:
                 self.git.ensure_repo(remote=self.remote, remote_branch=self.remote_branch)
+                self._configure()
                 health.repair_index_lock(self.git)
-                if self._fingerprint() != self._verified:  # main is checked again only when it moved
+                # main is checked again only when it moved (remembered per repository across instances:
+                # each task builds its own backend, and the event path should not pay a `rev-parse`).
+                if self._fingerprint() not in (self._verified, _VERIFIED.get(str(self.path))):
                     health.repair_main(self.git)
-                    self._verified = self._fingerprint()
+                    self._verified = _VERIFIED[str(self.path)] = self._fingerprint()
                 if self._batch is None:
                     self._commit_interrupted_batch()
                 yield
@@ -143,7 +175,63 @@ class GitOpsBackend:
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
+    def _configure(self) -> None:
+        """Index settings that keep git's cost proportional to a change at 100,000s of files: a split
+        index (a write touches a small delta file, not the whole index) and the untracked cache (a
+        status does not re-read every folder). Set once per repository."""
+        if self._configured:
+            return
+        try:
+            config = (self.git.git_dir() / "config").read_text()
+        except OSError:
+            config = ""
+        if "splitindex = true" not in config.lower():
+            self.git.run("config", "core.splitIndex", "true")
+            self.git.run("config", "core.untrackedCache", "true")
+        self._configured = True
+
     # --- what is committed -------------------------------------------------------------------------
+
+    def _head_tree(self, own: Owner, fingerprint: tuple[object, ...] | None = None) -> str | None:
+        """HEAD's tree id for the owner's folder (None if HEAD has no such folder)."""
+        parent, _, leaf = own.path.rpartition("/")
+        fingerprint = fingerprint or self._fingerprint()
+        if self._trees is None or self._trees[0] != fingerprint:
+            self._trees = (fingerprint, {}, {})
+        _, listings, lookups = self._trees
+        if parent not in listings:
+            lookups[parent] = lookups.get(parent, 0) + 1
+            if lookups[parent] <= _LOOKUPS_BEFORE_LISTING:  # a single apply: one lookup, no listing
+                return self._trees_at("HEAD", [own.path])[own.path]
+            listings[parent] = {
+                name: sha for name, (mode, sha) in self.git.ls_tree("HEAD", parent).items() if mode == "040000"
+            }
+        return listings[parent].get(leaf)
+
+    def _trees_at(self, rev: str, paths: list[str]) -> dict[str, str | None]:
+        """Tree ids of `paths` in `rev` with one `git cat-file --batch-check` (None: no such folder)."""
+        out = self.git.run("cat-file", "--batch-check", input_="".join(f"{rev}:{p}\n" for p in paths))
+        found: dict[str, str | None] = {}
+        for path, line in zip(paths, out.splitlines(), strict=True):
+            parts = line.split(" ")
+            found[path] = parts[0] if len(parts) == 3 and parts[1] == "tree" else None
+        return found
+
+    def _head_uncommitted(self, own: Owner, on_disk: dict[str, bytes]) -> dict[str, str | None]:
+        """Names in the owner's folder whose bytes on disk (`on_disk`: every file there) are not what
+        HEAD holds, including files only one side has, with HEAD's blob id (None: not in HEAD).
+        Equal tree ids settle it without a listing."""
+        head_tree = self._head_tree(own)
+        if head_tree is None:
+            return dict.fromkeys(on_disk)
+        if on_disk and tree_sha(on_disk) == head_tree:
+            return {}
+        committed = self.git.ls_tree("HEAD", own.path)
+        return {
+            name: committed[name][1] if name in committed else None
+            for name in on_disk.keys() | committed.keys()
+            if name not in on_disk or name not in committed or committed[name] != ("100644", blob_sha(on_disk[name]))
+        }
 
     def _uncommitted(self, *pathspecs: str) -> set[str]:
         """Repo paths whose work tree or index differs from HEAD (edited, added, deleted, staged)."""
@@ -154,6 +242,7 @@ class GitOpsBackend:
     def _forget(self) -> None:
         self._status_cache = None
         self._verified = None
+        _VERIFIED.pop(str(self.path), None)
 
     def _fingerprint(self) -> tuple[object, ...]:
         """What the committed state hangs on: HEAD, main (loose or packed), and a lock in progress.
@@ -161,54 +250,56 @@ class GitOpsBackend:
         Not the index: `git status` itself rewrites it (stat cache, untracked cache). What the index could
         add -- something staged but not committed -- is either our own failed write (which clears the cache,
         `_forget`) or a hand edit whose bytes the plan compares anyway."""
-        git_dir = self.git.git_dir()
+        # stat, not read: a ref update is an atomic rename (new inode) or a rewrite (new mtime/size), and a
+        # fleet check asks this once per tenant (10,000 times a pass).
+        git_dir = str(self.git.git_dir())
 
-        def read(path: Path) -> object:
+        def stamp(path: str) -> object:
             try:
-                return path.read_bytes()
+                st = os.stat(path)
             except OSError:
                 return None
+            return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
 
-        def stamp(path: Path) -> object:
-            try:
-                st = path.stat()
-            except OSError:
-                return None
-            return (st.st_mtime_ns, st.st_size, st.st_ino)
+        return (stamp(f"{git_dir}/HEAD"), stamp(f"{git_dir}/refs/heads/main"), stamp(f"{git_dir}/packed-refs"),
+                stamp(f"{git_dir}/index.lock"))
 
-        return (read(git_dir / "HEAD"), read(git_dir / "refs" / "heads" / "main"), stamp(git_dir / "packed-refs"),
-                (git_dir / "index.lock").exists())
-
-    def _repo_view(self) -> tuple[bool, frozenset[str]]:
-        """(HEAD is a commit on main, paths that differ from HEAD), cached while `_fingerprint` holds."""
-        if not (self.path / ".git").is_dir():
+    def _repo_view(self, fingerprint: tuple[object, ...] | None = None) -> tuple[bool, frozenset[str]]:
+        """(HEAD is a commit on main, paths that differ from HEAD), cached while `_fingerprint` holds
+        (`fingerprint`: the caller's, taken just now)."""
+        fingerprint = fingerprint or self._fingerprint()
+        if fingerprint[0] is None:  # no .git/HEAD: not a repository (yet)
             return (False, frozenset())
-        fingerprint = self._fingerprint()
         if self._status_cache is None or self._status_cache[0] != fingerprint:
             on_main = health.head_target(self.git) == "refs/heads/main"
             ok = on_main and self.git.ref_exists("refs/heads/main")
             self._status_cache = (fingerprint, ok, frozenset(self._uncommitted()))
         return self._status_cache[1], self._status_cache[2]
 
-    @staticmethod
-    def _names_in(own: Owner, paths: set[str] | frozenset[str]) -> set[str]:
-        prefix = f"{own.path}/"
-        return {p[len(prefix):] for p in paths if p.startswith(prefix) and "/" not in p[len(prefix):]}
+    def _dirty(self, own: Owner, dirty: frozenset[str]) -> bool:
+        """Does `git status` (`dirty`, from `_repo_view`) list anything directly in the owner's folder?"""
+        if self._dirty_folders is None or self._dirty_folders[0] is not dirty:
+            self._dirty_folders = (dirty, frozenset(p.rpartition("/")[0] for p in dirty))
+        return own.path in self._dirty_folders[1]
 
-    def _verify_committed(self, paths: list[str]) -> None:
-        """After a commit: nothing of `paths` may differ from HEAD, or the commit did not record it."""
-        left = sorted(self._uncommitted(*paths)) if paths else []  # one status for all of them
-        if not left and self._status_cache is not None:
-            # These paths now equal HEAD (a write that restored HEAD's bytes commits nothing and leaves
+    def _verify_committed(self, plans: Sequence[Plan]) -> None:
+        """After a commit: HEAD must hold exactly what is on disk in each folder, or the commit did not
+        record gpufleet's writes."""
+        trees = self._trees_at("HEAD", [p.owner.path for p in plans])
+        for plan in plans:
+            on_disk = self._files(self.path / plan.owner.path)
+            want = tree_sha(on_disk) if on_disk else None
+            if trees[plan.owner.path] != want:
+                raise health.RepositoryBroken(
+                    f"after committing, {plan.owner.path} differs from HEAD: "
+                    "the repository is not recording gpufleet's writes"
+                )
+        if self._status_cache is not None:
+            # These folders now equal HEAD (a write that restored HEAD's bytes commits nothing and leaves
             # main where it was, so the cached status would still list them): drop them from it.
             fingerprint, ok, dirty = self._status_cache
-            prefixes = tuple(f"{path.rstrip('/')}/" for path in paths)
-            self._status_cache = (fingerprint, ok, frozenset(d for d in dirty if not d.startswith(prefixes)))
-        if left:
-            raise health.RepositoryBroken(
-                f"after committing, {len(left)} paths still differ from HEAD (e.g. {left[0]}): "
-                "the repository is not recording gpufleet's writes"
-            )
+            folders = {p.owner.path for p in plans}
+            self._status_cache = (fingerprint, ok, frozenset(d for d in dirty if d.rpartition("/")[0] not in folders))
 
     def unpublished(self, owner: str) -> str | None:
         """With push enabled: why the commit holding `owner`'s current files is not on the remote
@@ -228,14 +319,16 @@ class GitOpsBackend:
 
     # --- what is on disk, and what gpufleet last wrote -------------------------------------------
 
-    def _existing(self, folder: Path) -> dict[str, bytes]:
-        if not folder.is_dir():
+    def _files(self, folder: Path) -> dict[str, bytes]:
+        """Every regular file directly in `folder`, by name."""
+        try:
+            entries = list(os.scandir(folder))
+        except (FileNotFoundError, NotADirectoryError):
             return {}
-        return {
-            entry.name: Path(entry.path).read_bytes()
-            for entry in os.scandir(folder)
-            if entry.is_file() and entry.name.endswith(".yaml")
-        }
+        return {entry.name: Path(entry.path).read_bytes() for entry in entries if entry.is_file(follow_symlinks=False)}
+
+    def _existing(self, folder: Path) -> dict[str, bytes]:
+        return {name: data for name, data in self._files(folder).items() if name.endswith(".yaml")}
 
     def _index_path(self, own: Owner) -> Path:
         return self.git.git_dir() / "gpufleet" / "written" / (own.path.replace("/", "__") + ".json")
@@ -254,12 +347,28 @@ class GitOpsBackend:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({name: sha256(data) for name, data in sorted(files.items())}))
+        tmp.write_text(record_text(files))
         tmp.replace(path)  # atomic: a crash never leaves half an index
+
+    def _record_key(self, own: Owner) -> bytes | None:
+        """BLAKE2 of the owner's drift record as stored (None if there is none), by its stat."""
+        path = f"{self.git.git_dir()}/gpufleet/written/{own.path.replace('/', '__')}.json"  # `_index_path`
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return None
+        stamp = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+        known = _RECORDS.get(path)
+        if known is None or known[0] != stamp:
+            with open(path, "rb") as handle:
+                known = (stamp, hashlib.blake2b(handle.read(), digest_size=16).digest())
+            _RECORDS[path] = known
+        return known[1]
 
     # --- planning and writing --------------------------------------------------------------------
 
-    def desired_files(self, manifests: list[Manifest]) -> dict[str, bytes]:
+    @staticmethod
+    def desired_files(manifests: list[Manifest]) -> dict[str, bytes]:
         files: dict[str, bytes] = {}
         for manifest in manifests:
             name = file_name(ref(manifest))
@@ -268,15 +377,15 @@ class GitOpsBackend:
             files[name] = to_yaml(manifest).encode()
         return files
 
-    def plan(self, own: Owner, desired: dict[str, bytes], uncommitted: set[str] | None = None) -> Plan:
-        """`uncommitted`: file names in the owner's folder that differ from HEAD (asked of git,
-        under the lock, when not given): the work tree alone never counts as applied."""
-        existing = self._existing(self.path / own.path)
+    def plan(self, own: Owner, desired: dict[str, bytes]) -> Plan:
+        """Under the lock. Files on disk that differ from HEAD are `uncommitted`: the work tree alone
+        never counts as applied."""
+        on_disk = self._files(self.path / own.path)
+        existing = {name: data for name, data in on_disk.items() if name.endswith(".yaml")}
         written = self.written(own)
-        if uncommitted is None:
-            uncommitted = self._names_in(own, self._repo_view()[1])
-        plan = Plan(own, desired)
-        for name in sorted(desired.keys() | existing.keys() | uncommitted):
+        uncommitted = self._head_uncommitted(own, on_disk)
+        plan = Plan(own, desired, head_blobs=uncommitted)
+        for name in sorted(desired.keys() | existing.keys() | uncommitted.keys()):
             want, have = desired.get(name), existing.get(name)
             if have == want:  # right on disk (or absent and unwanted): is HEAD right too?
                 if name in uncommitted:
@@ -335,9 +444,29 @@ class GitOpsBackend:
                 self._pending_path().write_text("\n".join(sorted(self._batch)))
             elif plan.changed:
                 subject = self._subject(message or owner, [plan])
-                revision = self.git.commit_paths([own.path], f"{subject}\n\n{plan.summary()}")
-                self._verify_committed([own.path])
+                revision = self._commit([plan], f"{subject}\n\n{plan.summary()}")
             return plan.result(revision)
+
+    def _commit(self, plans: Sequence[Plan], message: str) -> str | None:
+        """One commit of every change the plans made (their folders' new bytes), verified against HEAD."""
+        changes: dict[str, bytes | None] = {}
+        for plan in plans:
+            folder = self.path / plan.owner.path
+            for name in plan.created + plan.updated + plan.pruned + plan.uncommitted:
+                if name in plan.desired:
+                    data: bytes | None = plan.desired[name]
+                else:  # pruned, or a file that is not ours and differs from HEAD: commit what is on disk
+                    path = folder / name
+                    data = path.read_bytes() if path.is_file() else None
+                # On disk it differed from HEAD; the write may have restored HEAD's bytes: not a change.
+                if name in plan.head_blobs and plan.head_blobs[name] == (None if data is None else blob_sha(data)):
+                    continue
+                changes[f"{plan.owner.path}/{name}"] = data
+        revision = self.git.commit_files(changes, message)
+        if revision is not None:  # main moved by our own hand, onto a commit: nothing to re-check
+            self._verified = _VERIFIED[str(self.path)] = self._fingerprint()
+        self._verify_committed(plans)
+        return revision
 
     # --- many owners, one commit -----------------------------------------------------------------
 
@@ -355,6 +484,7 @@ class GitOpsBackend:
         folder = self.git.git_dir() / "gpufleet"
         if not folder.is_dir():
             return
+        self.git.reindex_interrupted()
         for pending in sorted(folder.glob("pending-*")):
             paths = [p for p in pending.read_text().split() if p]
             if paths:
@@ -380,22 +510,39 @@ class GitOpsBackend:
                     if self._batch:
                         plans = [self._batch[path] for path in sorted(self._batch)]
                         body = "\n".join(f"{p.owner}: {p.summary()}" for p in plans)
-                        self.git.commit_paths(sorted(self._batch), f"{self._subject(message, plans)}\n\n{body}")
-                        self._verify_committed(sorted(self._batch))
+                        self._commit(plans, f"{self._subject(message, plans)}\n\n{body}")
                     self._pending_path().unlink(missing_ok=True)
             finally:
                 self._batch = None
 
     def in_sync(self, owner: str, manifests: list[Manifest]) -> bool:
-        """Read-only, lock-free check: would `apply` change nothing? Bytes are compared in Python;
-        what is committed comes from one `git status` shared by every check of this instance, so an
-        uncommitted write (a failed `git add`/`commit`) or a broken main is never "in sync"."""
+        """Read-only, lock-free check: would `apply` change nothing? See `token_in_sync`."""
+        return self.token_in_sync(owner, self.token(manifests))
+
+    @staticmethod
+    def token(manifests: list[Manifest]) -> tuple[str, bytes]:
+        """What `token_in_sync` compares, for these manifests: the tree id their files make and the
+        digest of their drift record. A pure function of the manifests, so a caller may keep it for as
+        long as the render inputs are the same (tenants.fleet does) and skip rendering altogether."""
+        files = GitOpsBackend.desired_files(manifests)
+        return tree_sha(files) if files else "", hashlib.blake2b(record_text(files).encode(), digest_size=16).digest()
+
+    def token_in_sync(self, owner: str, token: tuple[str, bytes]) -> bool:
+        """Read-only, lock-free, and no file read: HEAD's tree for the owner's folder is exactly the
+        desired files (`token`), `git status` (one for every check of this instance, while HEAD and
+        main stay) lists nothing in it -- no hand edit, addition, deletion or uncommitted write -- and
+        the drift record is the one those files make. A broken main is never "in sync"."""
         own = Owner.parse(owner)
-        head_ok, dirty = self._repo_view()
-        if not head_ok:
+        fingerprint = self._fingerprint()  # once: HEAD/main must not move between the checks below
+        head_ok, dirty = self._repo_view(fingerprint)
+        if not head_ok or self._dirty(own, dirty):
             return False
-        plan = self.plan(own, self.desired_files(manifests), self._names_in(own, dirty))
-        return not plan.changed and not plan.index_stale
+        tree, record = token
+        if (self._head_tree(own, fingerprint) or "") != tree:
+            return False
+        if not tree:  # nothing desired: in sync without any record
+            return self._record_key(own) is None
+        return self._record_key(own) == record
 
     def apply_many(
         self, batch: Sequence[tuple[str, list[Manifest]]], *, message: str
@@ -416,10 +563,7 @@ class GitOpsBackend:
             revision = None
             if changed:
                 body = "\n".join(f"{p.owner}: {p.summary()}" for p in changed)
-                revision = self.git.commit_paths(
-                    [p.owner.path for p in changed], f"{self._subject(message, changed)}\n\n{body}"
-                )
-                self._verify_committed([p.owner.path for p in changed])
+                revision = self._commit(changed, f"{self._subject(message, changed)}\n\n{body}")
             return {str(p.owner): p.result(revision if p.changed else None) for p in plans}
 
     def owned(self, owner: str) -> list[str]:

@@ -1,0 +1,96 @@
+"""The compiled schema check only ever answers "valid": its verdicts must equal jsonschema's on what
+the platform renders, and anything it rejects must still get jsonschema's own message."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from infra import schemas
+from infra.gitops.git import blob_sha, tree_sha
+from scheduling.models import Quota
+from tenants.backends import get_schema_registry
+from tenants.models import Phase
+from tenants.reconcile import desired_manifests
+from tests.support import factories
+from tests.support.services import need_binary, need_reference
+
+from .helpers import git
+from .test_fleet import catalog  # noqa: F401 - the fixture
+
+pytestmark = pytest.mark.django_db
+
+
+def _verdicts(registry, manifests, monkeypatch, fast: bool):  # type: ignore[no-untyped-def]
+    if not fast:
+        monkeypatch.setattr(schemas.SchemaRegistry, "_fast_valid", lambda self, validator, instance: False)
+    verdicts = [registry.validate_one(m) for m in manifests]
+    monkeypatch.undo()
+    return verdicts
+
+
+def test_fast_and_pure_python_verdicts_agree(catalog, monkeypatch) -> None:  # noqa: F811
+    need_reference()
+    registry = get_schema_registry()
+    manifests = []
+    for level in ("untrusted", "standard", "trusted"):
+        tenant = factories.tenant(f"fast-{level}", level, phase=Phase.READY)
+        Quota.objects.create(tenant=tenant, flavor=catalog["mig"], nominal=2, borrowing_limit=1, lending_limit=0)
+        manifests += desired_manifests(tenant)
+    broken = []
+    for manifest in manifests:
+        extra = copy.deepcopy(manifest)
+        extra.setdefault("spec", {})["misspelled"] = True  # strict schemas: an unknown field
+        wrong_type = copy.deepcopy(manifest)
+        wrong_type["metadata"]["labels"] = {"a": 1}  # labels are strings
+        broken += [extra, wrong_type]
+    fast_used = []
+    original = schemas.FastCheck.valid
+    monkeypatch.setattr(schemas.FastCheck, "valid", lambda self, i: fast_used.append(1) or original(self, i))
+    fast = [registry.validate_one(m) for m in manifests + broken]
+    monkeypatch.undo()
+    slow = _verdicts(registry, manifests + broken, monkeypatch, fast=False)
+    assert fast == slow
+    assert all(v == [] for v in fast[: len(manifests)])
+    # Strict schemas reject most of them (free-form fields such as Helm values take anything).
+    assert sum(1 for v in fast[len(manifests):] if v) > len(manifests), "broken objects get jsonschema's messages"
+    assert fast_used, "the compiled check ran"
+
+
+def test_tree_ids_computed_in_python_are_gits(tmp_path) -> None:
+    need_binary("git")
+    files = {"b.yaml": b"kind: B\n", "a.yaml": b"kind: A\n", "c_x.yaml": b""}
+    git(tmp_path, "init", "-q")
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+        assert git(tmp_path, "hash-object", name).strip() == blob_sha(data)
+    git(tmp_path, "add", ".")
+    assert git(tmp_path, "write-tree").strip() == tree_sha(files)
+
+
+def test_a_commit_whose_reindex_died_is_reindexed_by_the_next_write(tmp_path, monkeypatch) -> None:
+    from infra.errors import PermanentError
+    from infra.gitops import GitOpsBackend
+    from infra.gitops.git import Git
+
+    from .helpers import config_map, status
+
+    need_binary("git")
+    backend = GitOpsBackend(tmp_path / "repo")
+    backend.apply("tenant:acme", [config_map("tenant:acme", "a", gpus="1")])
+    run_bytes = Git._run_bytes
+
+    def dies_before_reindexing(self, args, data):  # type: ignore[no-untyped-def]
+        if args[0] == "update-index":
+            raise PermanentError("killed")
+        return run_bytes(self, args, data)
+
+    monkeypatch.setattr(Git, "_run_bytes", dies_before_reindexing)
+    with pytest.raises(PermanentError):
+        backend.apply("tenant:acme", [config_map("tenant:acme", "a", gpus="2")])
+    monkeypatch.undo()
+    assert status(backend.path) != ""  # committed, but the index still holds the old bytes
+    # Nothing left to commit for this owner (HEAD and disk agree), yet the next write repairs the index.
+    GitOpsBackend(backend.path).apply("tenant:other", [config_map("tenant:other", "b", gpus="1")])
+    assert status(backend.path) == ""
