@@ -84,7 +84,8 @@ class QuotaSetForm(forms.Form):
 
 
 CONSOLIDATION_HELP = ("WhenEmpty removes a node only once no pod runs on it. WhenEmptyOrUnderutilized also "
-                      "moves running GPU pods (live inference) to pack nodes: tick the box below to allow it.")
+                      "moves running GPU pods (live inference) to pack nodes: allow it explicitly with "
+                      "'Allow consolidating under-utilized nodes'.")
 
 
 class NodePoolForm(forms.Form):
