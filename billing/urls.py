@@ -1,7 +1,7 @@
 from django.urls import path, re_path
 from django.views.generic import RedirectView
 
-from . import views
+from . import price_views, views
 
 app_name = "billing"
 
@@ -14,6 +14,8 @@ urlpatterns = [
     path("invoices/<int:pk>/void/", views.invoice_void, name="invoice-void"),
     path("invoices/<int:pk>/reissue/", views.invoice_reissue, name="invoice-reissue"),
     re_path(r"^invoices/(?P<pk>[0-9]+)/download\.(?P<fmt>csv|json)$", views.invoice_download, name="invoice-download"),
+    path("prices/", price_views.price_list, name="price-list"),
+    path("prices/new/", price_views.price_set, name="price-set"),
     path("reconciliation/", views.reconciliation_report, name="reconciliation"),
     path("exports/", views.export, name="exports"),
 ]

@@ -60,3 +60,73 @@ def add_action_errors(form: forms.Form, error: ActionError) -> None:
         for reason in reasons:
             form.add_error(field if field in form.fields else None, reason if field in form.fields or not field
                            else f"{field}: {reason}")
+
+
+class QuotaSetForm(forms.Form):
+    """A platform admin sets a tenant's quota directly (no review): scheduling.actions.set_quota."""
+
+    flavor = forms.ChoiceField(label="GPU flavor", help_text="Only the flavors the tenant's trust level allows.")
+    cluster = forms.ChoiceField(label="Cluster", required=False,
+                                help_text="The host cluster the quota is on. Empty: the tenant's home cluster.")
+    nominal = forms.CharField(max_length=12, label="Guaranteed units (nominal quota)",
+                              help_text="Units of the flavor always available to the tenant; 0 or more. Checked "
+                                        "against the flavor's capacity.")
+    borrowing_limit = forms.CharField(max_length=12, required=False, label="Borrowing limit",
+                                      help_text="Extra units it may borrow from idle cohort quota. Empty: no limit.")
+    lending_limit = forms.CharField(max_length=12, required=False, label="Lending limit",
+                                    help_text="Units of its quota others may borrow while idle; at most the nominal "
+                                              "quota. Empty: all idle quota.")
+
+    def __init__(self, *args, flavors: list[str], clusters: list[str], **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.fields["flavor"].choices = [(name, name) for name in flavors]
+        self.fields["cluster"].choices = [("", "home cluster"), *((name, name) for name in clusters)]
+
+
+CONSOLIDATION_HELP = ("WhenEmpty removes a node only once no pod runs on it. WhenEmptyOrUnderutilized also "
+                      "moves running GPU pods (live inference) to pack nodes: allow it explicitly with "
+                      "'Allow consolidating under-utilized nodes'.")
+
+
+class NodePoolForm(forms.Form):
+    """A platform admin creates a Karpenter GPU NodePool: scheduling.actions.create_node_pool."""
+
+    name = forms.CharField(max_length=63, label="Name",
+                           help_text="Lowercase letters, digits and '-'; names the Karpenter NodePool.")
+    flavor = forms.ChoiceField(label="GPU flavor", help_text="The flavor the pool's nodes offer.")
+    cluster = forms.ChoiceField(label="Cluster", required=False,
+                                help_text="The cluster Karpenter runs in. Empty: the default cluster.")
+    gpu_limit = forms.CharField(max_length=6, initial="8", label="GPU limit",
+                                help_text="Most GPUs the pool may hold at once (Karpenter limits nvidia.com/gpu).")
+    gpus_per_node = forms.CharField(max_length=2, initial="8", label="GPUs per node",
+                                    help_text="GPUs on one node of the pool's instance types; 1 to 64.")
+    trust_levels = forms.MultipleChoiceField(
+        required=False, widget=forms.CheckboxSelectMultiple, label="Trust levels",
+        help_text="Tenants of these trust levels may schedule on the pool. None ticked: every level.")
+    capacity_types = forms.MultipleChoiceField(
+        widget=forms.CheckboxSelectMultiple, initial=["on-demand"], label="Capacity types",
+        choices=[("on-demand", "on-demand"), ("spot", "spot (may be reclaimed at short notice)")],
+        help_text="Which kinds of instances Karpenter may launch.",
+        error_messages={"required": "tick at least one capacity type"})
+    instance_types = forms.CharField(max_length=500, required=False, label="Instance types",
+                                     help_text="Comma-separated, e.g. p5.48xlarge, p4d.24xlarge. Empty: any type "
+                                               "that has the flavor's GPUs.")
+    consolidation_policy = forms.ChoiceField(label="Consolidation", help_text=CONSOLIDATION_HELP)
+    consolidate_after = forms.CharField(max_length=20, initial="1h", label="Consolidate after",
+                                        help_text="How long a node stays empty before removal: 30m, 1h, or Never.")
+    allow_underutilized = forms.BooleanField(required=False, label="Allow consolidating under-utilized nodes",
+                                             help_text="Needed for WhenEmptyOrUnderutilized: it evicts running "
+                                                       "GPU pods.")
+
+    def __init__(self, *args, flavors: list[str], clusters: list[str], trust_levels: list[tuple[str, str]],  # type: ignore[no-untyped-def]
+                 policies: list[str], **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["flavor"].choices = [(name, name) for name in flavors]
+        self.fields["cluster"].choices = [("", "default cluster"), *((name, name) for name in clusters)]
+        self.fields["trust_levels"].choices = trust_levels
+        self.fields["consolidation_policy"].choices = [(policy, policy) for policy in policies]
+        self.fields["consolidation_policy"].initial = policies[0] if policies else None
+
+    def clean_instance_types(self) -> list[str] | None:
+        value = self.cleaned_data["instance_types"]
+        return [part.strip() for part in value.split(",") if part.strip()] or None

@@ -76,7 +76,7 @@ def tenant_gpu(request: HttpRequest, slug: str) -> HttpResponse:
                 return redirect("scheduling:tenant-gpu", slug=tenant.slug)
     return render(request, "scheduling/tenant_gpu.html", {
         "tenant": tenant, "can_manage": manager,
-        "quotas": Quota.objects.filter(tenant=tenant).select_related("flavor"),
+        "quotas": Quota.objects.filter(tenant=tenant).select_related("flavor", "cluster"),
         "endpoints": InferenceEndpoint.objects.filter(tenant=tenant).select_related("tier"),
         "requests": QuotaChangeRequest.objects.filter(tenant=tenant).select_related("flavor")[:20],
         "quota_form": quota_form, "endpoint_form": endpoint_form,

@@ -1,7 +1,7 @@
 from django.urls import path
 from django.views.generic import RedirectView
 
-from . import cluster_pages, pages, pending_pages, simulate_pages
+from . import admin_pages, cluster_pages, pages, pending_pages, simulate_pages
 from .nodehealth import pages as nodehealth_pages
 
 app_name = "scheduling"
@@ -9,7 +9,9 @@ app_name = "scheduling"
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="scheduling:flavors", permanent=False), name="index"),
     path("flavors/", pages.flavors, name="flavors"),
+    path("node-pools/new/", admin_pages.node_pool_create, name="node-pool-create"),
     path("tenants/<slug:slug>/", pages.tenant_gpu, name="tenant-gpu"),
+    path("tenants/<slug:slug>/quota/", admin_pages.quota_set, name="quota-set"),
     path("tenants/<slug:slug>/workloads/", pending_pages.workloads, name="tenant-workloads"),
     path("node-health/", nodehealth_pages.health, name="node-health"),
     path("node-health/<str:node>/uncordon/", nodehealth_pages.uncordon_node, name="node-uncordon"),

@@ -272,6 +272,12 @@ CASES: dict[str, Case] = {
     "billing:usage": Case(lambda w: f"/billing/usage/{w.tenant.slug}/?period={w.month:%Y-%m}",
                           lambda w, n: w.usage(n), "owner", True),
     "billing:invoice-list": Case(lambda w: "/billing/invoices/", lambda w, n: w.invoices(n), "admin", True),
+    # The admin forms list flavors and clusters in their selects: more flavors, same queries.
+    "scheduling:quota-set": Case(lambda w: f"/gpu/tenants/{w.tenant.slug}/quota/", lambda w, n: w.flavors(n),
+                                 "admin", True),
+    "scheduling:node-pool-create": Case(lambda w: "/gpu/node-pools/new/", lambda w, n: w.flavors(n), "admin", True),
+    "billing:price-list": Case(lambda w: "/billing/prices/", lambda w, n: w.prices(n), "owner", True),
+    "billing:price-set": Case(lambda w: "/billing/prices/new/", lambda w, n: w.flavors(n), "admin", True),
     "billing:invoice-detail": Case(lambda w: f"/billing/invoices/{Invoice.objects.order_by('pk').first().pk}/",
                                    lambda w, n: w.lines(w.invoice(), n), "admin", True),
 }
