@@ -7,11 +7,12 @@ from typing import Any
 from tenants.render import RenderContext, platform_metadata, platform_section
 
 from .queues import SignalSettings, rule_object
+from .service import FLEETOPS_KEY
 
 
 @platform_section("fleetops")
 def render_capacity_rules(ctx: RenderContext) -> list[dict[str, Any]]:
-    inputs = ctx.extra.get("fleetops")
+    inputs = ctx.extra.get(FLEETOPS_KEY)
     if not inputs or not inputs["flavors"]:
         return []
     meta = platform_metadata("gpufleet-capacity", inputs["namespace"])

@@ -153,12 +153,19 @@ def signal_settings(fleet: FleetSettings | None = None) -> queues.SignalSettings
                                  allocation_ratio=Decimal(fleet.allocation_ratio))
 
 
+FLEETOPS_KEY = "_fleetops"
+
+
 def render_inputs() -> dict[str, Any]:
-    """Render-context contribution (tenants.render.CONTEXT_EXTRAS): the rule kind and its inputs."""
+    """Render-context contribution (tenants.render.CONTEXT_EXTRAS): the rule kind and its inputs.
+
+    The key starts with "_": only the platform's render reads it, so the fleet pass leaves it out of the key
+    it remembers tenant renders by (tenants.fleet.context_key). Its ClusterQueue list changes with every
+    tenant's quota; in that key, one quota change would re-render every tenant on the next pass."""
     from django.conf import settings as django_settings
 
     fleet = FleetSettings.current()
-    return {"fleetops": {"kind": str(fleet.rule_kind), "namespace": django_settings.GPUFLEET_MONITORING_NAMESPACE,
+    return {FLEETOPS_KEY: {"kind": str(fleet.rule_kind), "namespace": django_settings.GPUFLEET_MONITORING_NAMESPACE,
                          "flavors": flavor_queues(), "signals": signal_settings(fleet)}}
 
 
