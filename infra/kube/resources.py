@@ -39,6 +39,9 @@ RENDERED_KINDS: tuple[tuple[str, str, str], ...] = (
     ("apps/v1", "Deployment", "deployments"),
     ("v1", "Service", "services"),
     ("operator.victoriametrics.com/v1beta1", "VMServiceScrape", "vmservicescrapes"),
+    # The fleet's capacity alerts (scheduling.fleetops.render): one of the two, chosen by FleetSettings.rule_kind.
+    ("monitoring.coreos.com/v1", "PrometheusRule", "prometheusrules"),
+    ("operator.victoriametrics.com/v1beta1", "VMRule", "vmrules"),
 )
 PRUNE_KINDS: tuple[tuple[str, str], ...] = tuple((api_version, kind) for api_version, kind, _ in RENDERED_KINDS)
 

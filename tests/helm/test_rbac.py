@@ -52,11 +52,24 @@ def test_a_full_demo_fleet_renders_exactly_the_listed_kinds(gitops_repo: Path, e
     need_binary("git")
     need_reference()
     call_command("demo")
+    kinds = _kinds(gitops_repo)
+    # The capacity alerts are a PrometheusRule or a VMRule, by a setting: render the fleet with the other one.
+    from scheduling.fleetops.models import FleetSettings
+    from tenants.fleet import reconcile_fleet
+
+    FleetSettings.objects.update_or_create(pk=1, defaults={"rule_kind": FleetSettings.RuleKind.VM})
+    assert reconcile_fleet().errors == []
+    with_vmrule = _kinds(gitops_repo)
+    assert ("operator.victoriametrics.com/v1beta1", "VMRule") in with_vmrule - kinds
+    assert kinds | with_vmrule == set(PRUNE_KINDS)
+
+
+def _kinds(gitops_repo: Path) -> set[tuple[str, str]]:
     kinds = set()
     for path in gitops_repo.rglob("*.yaml"):
         if ".git" not in path.parts and (obj := yaml.safe_load(path.read_text())):
             kinds.add((obj["apiVersion"], obj["kind"]))
-    assert kinds == set(PRUNE_KINDS)
+    return kinds
 
 
 def test_read_only_resources_get_only_get_and_list(monkeypatch) -> None:
