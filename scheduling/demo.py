@@ -82,6 +82,9 @@ def seed_clusters(users: dict[str, Any], tenants: dict[str, Any]) -> None:
     from . import cluster_actions, placement_actions
     from .models_clusters import Cluster, ClusterFlavor, Placement
 
+    # The demo's clusters share one metrics source (GPUFLEET_METRICS_URL), so each needs its `cluster` label,
+    # `default` too: metering refuses clusters of one source it cannot tell apart (billing.metering.usage).
+    Cluster.objects.filter(name="default", metrics_label="").update(metrics_label="default")
     for name, fields, offers in CLUSTERS:
         if not Cluster.objects.filter(name=name).exists():
             cluster_actions.create_cluster(name, **fields)
