@@ -129,21 +129,10 @@ def generate(begin: int, end: int, expected: Expected):
 
 
 def import_month(url: str, begin: int, end: int, expected: Expected) -> float:
-    import requests
+    from tests.support.victoriametrics import import_json_lines
 
     started = time.perf_counter()
-    session = requests.Session()
-    batch: list[str] = []
-    size = 0
-    for line in generate(begin, end, expected):
-        batch.append(line)
-        size += len(line)
-        if size > 32_000_000:
-            session.post(f"{url}/api/v1/import", data="\n".join(batch).encode(), timeout=600).raise_for_status()
-            batch, size = [], 0
-    if batch:
-        session.post(f"{url}/api/v1/import", data="\n".join(batch).encode(), timeout=600).raise_for_status()
-    session.get(f"{url}/internal/force_flush", timeout=120).raise_for_status()
+    import_json_lines(url, generate(begin, end, expected))
     return time.perf_counter() - started
 
 

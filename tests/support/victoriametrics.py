@@ -111,3 +111,22 @@ class VictoriaMetrics:
     def stop(self) -> None:
         self._session.close()
         stop(self.process, grace=20)  # the storage dir belongs to the caller's tmp dir
+
+
+def import_json_lines(url: str, lines: Iterable[str], *, batch_bytes: int = 32_000_000) -> None:
+    """Bulk-load VictoriaMetrics' JSON-line format (`/api/v1/import`) in batches of about `batch_bytes`, then
+    flush, so queries see every sample (the benchmarks' month of series; tests use `import_prometheus`)."""
+    import requests
+
+    session = requests.Session()
+    batch: list[str] = []
+    size = 0
+    for line in lines:
+        batch.append(line)
+        size += len(line)
+        if size > batch_bytes:
+            session.post(f"{url}/api/v1/import", data="\n".join(batch).encode(), timeout=600).raise_for_status()
+            batch, size = [], 0
+    if batch:
+        session.post(f"{url}/api/v1/import", data="\n".join(batch).encode(), timeout=600).raise_for_status()
+    session.get(f"{url}/internal/force_flush", timeout=120).raise_for_status()
