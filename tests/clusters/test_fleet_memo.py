@@ -14,6 +14,7 @@ from tenants import fleet
 from tenants.fleet import reconcile_fleet
 from tenants.models import Phase, Tenant
 from tests.gitops.helpers import git, status
+from tests.gitops.helpers import renders as _renders
 from tests.support.services import need_binary, need_reference
 
 from .test_delivery import FailingCluster
@@ -33,18 +34,6 @@ def warm(placed, gitops_repo: Path) -> dict[str, Tenant]:
     assert git(gitops_repo, "rev-parse", "HEAD") == head
     assert len(fleet._KNOWN) == 2
     return placed
-
-
-def _renders(monkeypatch) -> list[str]:
-    calls: list[str] = []
-    original = fleet.render_placed
-
-    def counting(view, ctx):  # type: ignore[no-untyped-def]
-        calls.append(view.slug)
-        return original(view, ctx)
-
-    monkeypatch.setattr(fleet, "render_placed", counting)
-    return calls
 
 
 def test_the_memo_holds_every_placement(warm, gitops_repo: Path, monkeypatch) -> None:

@@ -33,3 +33,18 @@ def config_map(owner: str, name: str, **data: str) -> dict:
         "metadata": {"name": name, "namespace": namespace},
         "data": dict(data),
     }
+
+
+def renders(monkeypatch) -> list[str]:
+    """The slugs the fleet pass renders from now on (tenants.fleet.render_placed), in order."""
+    from tenants import fleet
+
+    calls: list[str] = []
+    original = fleet.render_placed
+
+    def counting(view, ctx):  # type: ignore[no-untyped-def]
+        calls.append(view.slug)
+        return original(view, ctx)
+
+    monkeypatch.setattr(fleet, "render_placed", counting)
+    return calls

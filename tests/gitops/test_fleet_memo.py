@@ -15,6 +15,7 @@ from tenants.tasks import reconcile_all
 from tests.support.services import need_binary, need_reference
 
 from .helpers import commits, git, status
+from .helpers import renders as _renders
 from .test_fleet import catalog, ready_tenants  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -35,18 +36,6 @@ def warm(catalog, gitops_repo: Path):  # noqa: F811
     assert git(gitops_repo, "rev-parse", "HEAD") == head
     assert len(fleet._KNOWN) == 2
     return tenants
-
-
-def _renders(monkeypatch) -> list[str]:
-    calls: list[str] = []
-    original = fleet.render_placed
-
-    def counting(view, ctx):  # type: ignore[no-untyped-def]
-        calls.append(view.slug)
-        return original(view, ctx)
-
-    monkeypatch.setattr(fleet, "render_placed", counting)
-    return calls
 
 
 def test_a_warm_noop_pass_renders_nothing_and_reads_no_file(warm, gitops_repo: Path, monkeypatch) -> None:
