@@ -248,23 +248,19 @@ class ActivityQueries(Queries):
                 f"(({self.hami_device_idle(shift)}) * 0 + 1) * on (device_uuid) group_left (device_type) "
                 f"{device_type})")
 
-    # -- hourly utilisation, the fast path: per-series slot work, aggregation at hourly resolution -------
-    def _held_times(self, sel: str, value: str) -> str:
-        """Per raw series: `value` in every held slot (billing's bridging, on the series' own samples:
-        the activity metrics come from the same scrapes as the usage metric), 0 in none, absent else."""
-        s, n = self.s, self.n
-        last = f"floor(tlast_over_time({sel}{self._win(n + 1, 0)}) / {s})"
-        first = f"floor(tfirst_over_time({sel}{self._win(n + 1, -n)}) / {s})"
-        return f"((({first} - {last}) <= bool {n + 1}) * {value})"
-
+    # -- hourly utilisation, the fast path: slot work on the activity series, aggregation at hourly resolution --
     def _hourly_per_identity(self, metric: str, scale: str = "", extra: str = "") -> str:
+        """Per DCGM identity: Σ over its held slots in the hour ending at t of `metric`'s last value in
+        slots k-N..k (`scale`d). Held is billing's bridging on the metric's own samples (the activity
+        metrics come from the same scrapes as the usage metric). Replicas and label schemes are collapsed
+        per slot (`max`/`min by` identity inside the subquery), as billing's held(k) collapses them: a sum
+        per raw series collapsed afterwards would miss the slots one HA replica has and another lacks
+        (tests/fleetops/test_fast_path_differential.py)."""
         s, n = self.s, self.n
-        parts = []
-        for scheme, sel in enumerate(self._sels(metric, extra)):
-            value = f"last_over_time({sel}{self._win(n + 1, 0)}){scale}"
-            hourly = f"sum_over_time({self._held_times(sel, value)}[3600s:{s}s])"
-            parts.append(hourly if scheme == 0 else f"rl({hourly})")
-        return f"max by ({_by(DCGM_IDENTITY)}) ({parts[0]} or {parts[1]})"
+        value = f"({self._metric(metric, 'last_over_time', n + 1, 0, extra)}){scale}"
+        last = f"floor(({self._metric(metric, 'tlast_over_time', n + 1, 0, extra)}) / {s})"
+        first = f"floor(({self._metric(metric, 'tfirst_over_time', n + 1, -n, extra, 'min')}) / {s})"
+        return f"sum_over_time(((({first} - {last}) <= bool {n + 1}) * {value})[3600s:{s}s])"
 
     def _not_hami_hourly(self) -> str:
         inner = f"group by (device_uuid) (last_over_time({HAMI_DEVICE_MEMORY}[3600s] offset {SHIFT_MS}ms))"
