@@ -314,9 +314,12 @@ def dcgm_idle_runs(client: RangeQuerier, queries: ActivityQueries, index: Flavor
     first_t = window_start - window_start % block + block  # end of the block holding the first slot
     last_t = -(-window_end // block) * block
     q_first, q_last = first_t - block, last_t + block
-    base = q_first // s - MASK_SLOTS  # global slot index of bit 0
-    nbytes = ((q_last - q_first) // block + 1) * (MASK_SLOTS // 8)
-    parts: dict[tuple[str, ...], dict[str, bytearray]] = {}
+    base = q_first // s - MASK_SLOTS  # global slot index of bit 0 (one per block: MASK_SLOTS // 8 bytes)
+    width = MASK_SLOTS // 8
+    # Per allocation and part: {byte offset of a block: its mask}, copies OR-ed. Each allocation's bit
+    # string is then built over its own span only (a pod lives hours; a month-wide buffer per pod and part
+    # held ~1 GB for a month of 1,000 GPUs with daily jobs).
+    parts: dict[tuple[str, ...], dict[str, dict[int, int]]] = {}
     peaks: dict[tuple[str, ...], dict[int, Decimal]] = defaultdict(dict)
     query = queries.slot_masks()
     # The subqueries' slots count against -search.maxPointsPerTimeseries (30,000 by default) too.
@@ -334,30 +337,29 @@ def dcgm_idle_runs(client: RangeQuerier, queries: ActivityQueries, index: Flavor
                     t = int(sample.timestamp)
                     into[t] = max(into.get(t, sample.value), sample.value)
                 continue
-            buffers = parts.setdefault(key, {})
-            buf = buffers.setdefault(part, bytearray(nbytes))
+            blocks = parts.setdefault(key, {}).setdefault(part, {})
             for sample in series.samples:
                 offset = (int(sample.timestamp) // s - MASK_SLOTS - base) // 8
-                mask = int(sample.value).to_bytes(MASK_SLOTS // 8, "little")
-                for i, byte in enumerate(mask):
-                    buf[offset + i] |= byte
+                blocks[offset] = blocks.get(offset, 0) | int(sample.value)
         cursor = upper + block
-    lo, hi = window_start // s - base, window_end // s - base  # slot bits inside the window
-    in_window = ((1 << (hi - lo)) - 1) << lo
     out = []
-    for key, buffers in parts.items():
+    for key, by_part in parts.items():
         labels = dict(zip(DCGM_IDENTITY, key, strict=True))
         tenant = _tenant(labels["namespace"])
         flavor = index.dcgm(labels["modelName"], labels["GPU_I_PROFILE"])
         if tenant is None or flavor is None or labels["UUID"] in skip_devices:
             continue
-        present = int.from_bytes(buffers.get("present", b""), "little")
-        prof = int.from_bytes(buffers.get("profiling", b""), "little")
-        idle = (prof | int.from_bytes(buffers.get("gpu_util", b""), "little")) & present
+        offsets = [offset for blocks in by_part.values() for offset in blocks]
+        low, size = min(offsets), max(offsets) + width - min(offsets)
+        ints = {part: _bits(blocks, low, size, width) for part, blocks in by_part.items()}
+        key_base = base + low * 8  # global slot index of bit 0 of this allocation's bit strings
+        present, prof = ints.get("present", 0), ints.get("profiling", 0)
+        idle = (prof | ints.get("gpu_util", 0)) & present
         idle |= _bridged_idle(present, idle, n)
-        idle &= in_window
+        lo, hi = max(window_start // s - key_base, 0), min(window_end // s - key_base, size * 8)
+        idle &= ((1 << hi) - 1) ^ ((1 << lo) - 1) if hi > lo else 0  # slot bits inside the window
         for first, length in _ones(idle):
-            run_start, run_end = (base + first) * s, (base + first + length) * s
+            run_start, run_end = (key_base + first) * s, (key_base + first + length) * s
             run_bits = ((1 << length) - 1) << first
             out.append(IdleRun(
                 start=_at(run_start), tenant_slug=tenant, namespace=labels["namespace"], pod=labels["pod"],
@@ -367,6 +369,14 @@ def dcgm_idle_runs(client: RangeQuerier, queries: ActivityQueries, index: Flavor
                 ongoing=run_end >= window_end, idle_seconds=run_end - run_start,
                 memory_mib=_peak(peaks.get(key, {}), run_start, run_end, block), weight=flavor.weight))
     return out
+
+
+def _bits(blocks: dict[int, int], low: int, size: int, width: int) -> int:
+    """One integer from per-block masks keyed by byte offset (blocks are `width` bytes, never overlapping)."""
+    buf = bytearray(size)
+    for offset, mask in blocks.items():
+        buf[offset - low:offset - low + width] = mask.to_bytes(width, "little")
+    return int.from_bytes(buf, "little")
 
 
 def _bridged_idle(present: int, idle: int, n: int) -> int:
