@@ -186,6 +186,7 @@ def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet rec
     seen: dict[bytes, Known] = {}
     # Not the applied object list: the pass never reads it, and at 10,000 tenants it is most of the rows.
     tenants = list(Tenant.objects.live().order_by("pk").defer("applied_objects"))
+    rows = {t.pk: t for t in tenants}
     views: dict[int, TenantView] = {}
     for chunk in _chunks(tenants, VIEW_CHUNK):
         try:
@@ -213,11 +214,17 @@ def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet rec
         )
         written: list[int] = []  # tenants of this chunk whose files await the chunk's commit
         first = len(result.outcomes)
+        try:  # the chunk's conditions in a few queries (each used only if its row did not change meanwhile)
+            prepared = reconcile.prepare_conditions([rows[pk] for pk in chunk])
+        except Exception:
+            log.exception("fleet reconcile: preparing conditions failed; computing them tenant by tenant")
+            prepared = {}
         try:
             with scope:
                 for tenant_id in chunk:
                     try:
-                        outcome = reconcile.reconcile_tenant(tenant_id, backend, ctx=ctx, view=views.get(tenant_id))
+                        outcome = reconcile.reconcile_tenant(tenant_id, backend, ctx=ctx, view=views.get(tenant_id),
+                                                             prepared=prepared.get(tenant_id))
                     except TransientError as exc:
                         result.retry.append(tenant_id)
                         result.errors.append(f"tenant {tenant_id}: {exc} (will retry)")

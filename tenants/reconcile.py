@@ -91,6 +91,32 @@ def tenant_views(tenants: list[Tenant]) -> dict[int, TenantView]:
 # Functions (tenant -> condition dict) whose conditions a successful apply records on the tenant.
 CONDITION_PROVIDERS: list = []
 
+# Batch versions for fleet-wide passes: CONDITION_PROVIDERS_MANY[provider] = fn(tenants) -> {tenant.pk:
+# what provider(tenant) returns}, so a cold start of thousands of tenants is a few queries per chunk, not
+# several per tenant (isolation's GpuModesAdmitted: five).
+CONDITION_PROVIDERS_MANY: dict = {}
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Conditions computed in bulk for a fleet pass from the tenant's row as it was loaded (its generation
+    and trust level): used only if the locked row still has them (a spec change bumps the generation)."""
+
+    generation: int
+    trust_level: str
+    conditions: dict = field(default_factory=dict)  # provider -> its condition
+
+
+def prepare_conditions(tenants: list[Tenant]) -> dict[int, Prepared]:
+    """`Prepared` for each tenant, with every provider that has a batch version."""
+    out = {t.pk: Prepared(t.generation, t.trust_level) for t in tenants}
+    for provide in CONDITION_PROVIDERS:
+        many = CONDITION_PROVIDERS_MANY.get(provide)
+        if many is not None:
+            for pk, condition in many(tenants).items():
+                out[pk].conditions[provide] = condition
+    return out
+
 
 def desired_manifests(tenant: Tenant, ctx: RenderContext | None = None) -> list[dict]:
     """Everything the tenant owns, on every host cluster it is placed on (home first)."""
@@ -112,12 +138,12 @@ def _merge_condition(conditions: list[dict], new: dict) -> list[dict]:
 
 def reconcile_tenant(
     tenant_id: int, backend: Backend | None = None, *, ctx: RenderContext | None = None,
-    view: TenantView | None = None,
+    view: TenantView | None = None, prepared: Prepared | None = None,
 ) -> Outcome:
     """Reconcile one tenant (`_reconcile_tenant`), timed by outcome for `/metrics`."""
     started = time.perf_counter()
     try:
-        outcome = _reconcile_tenant(tenant_id, backend, ctx=ctx, view=view)
+        outcome = _reconcile_tenant(tenant_id, backend, ctx=ctx, view=view, prepared=prepared)
     except InfraError as exc:
         reason = exc.reason or type(exc).__name__
         metrics.observe_reconcile(f"error:{reason}", time.perf_counter() - started, reason)
@@ -132,10 +158,11 @@ def reconcile_tenant(
 
 def _reconcile_tenant(
     tenant_id: int, backend: Backend | None = None, *, ctx: RenderContext | None = None,
-    view: TenantView | None = None,
+    view: TenantView | None = None, prepared: Prepared | None = None,
 ) -> Outcome:
-    """`ctx` and `view` let a fleet-wide pass (tenants.fleet) load render inputs in bulk; `view` is
-    used only if the locked row still matches it (spec changes bump `generation`), else reloaded."""
+    """`ctx`, `view` and `prepared` let a fleet-wide pass (tenants.fleet) load render inputs and conditions
+    in bulk; `view` and `prepared` are used only if the locked row still matches them (spec changes bump
+    `generation`), else reloaded."""
     backend = backend or get_backend()
     with tenant_lock(tenant_id):
         tenant = Tenant.objects.filter(pk=tenant_id).first()
@@ -179,8 +206,12 @@ def _reconcile_tenant(
             else:
                 result = apply_placed(backend, tenant, rendered, message)
                 tenant.conditions = _merge_condition(tenant.conditions, _secrets_condition(tenant.slug, backend))
+                if prepared is not None and (prepared.generation, prepared.trust_level) != (
+                        tenant.generation, tenant.trust_level):
+                    prepared = None
                 for provide in CONDITION_PROVIDERS:  # e.g. isolation's GpuModesAdmitted
-                    tenant.conditions = _merge_condition(tenant.conditions, provide(tenant))
+                    condition = prepared.conditions.get(provide) if prepared is not None else None
+                    tenant.conditions = _merge_condition(tenant.conditions, condition or provide(tenant))
             for placed, _ in rendered:
                 _require_published(backend, placed.owner(tenant.owner))
         except TransientError as exc:
