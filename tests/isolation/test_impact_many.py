@@ -18,7 +18,8 @@ def _fleet():  # type: ignore[no-untyped-def]
     from scheduling.models import Flavor, GpuModel, Quota
 
     a100 = GpuModel.objects.create(name="a100-80gb", dcgm_model_name="NVIDIA A100-SXM4-80GB", memory_mib=81920)
-    flavors = [Flavor.objects.create(name="a100-mig-3g", gpu_model=a100, mode="mig", mig_profile="3g.40gb", capacity=14),
+    flavors = [Flavor.objects.create(name="a100-mig-3g", gpu_model=a100, mode="mig", mig_profile="3g.40gb",
+                                     capacity=14),
                Flavor.objects.create(name="a100-whole", gpu_model=a100, mode="whole", capacity=8),
                Flavor.objects.create(name="a100-hami", gpu_model=a100, mode="hami", memory_percent=25,
                                      cores_percent=25, capacity=8)]
