@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
@@ -220,7 +220,13 @@ def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet rec
             log.exception("fleet reconcile: preparing conditions failed; computing them tenant by tenant")
             prepared = {}
         try:
-            with scope:
+            with ExitStack() as scopes:
+                for enter in reconcile.CHUNK_SCOPES:  # e.g. placement status, written once per chunk
+                    try:
+                        scopes.enter_context(enter([rows[pk] for pk in chunk]))
+                    except Exception:  # then its hooks read and write row by row, as outside a pass
+                        log.exception("fleet reconcile: entering %r failed", enter)
+                scopes.enter_context(scope)
                 for tenant_id in chunk:
                     try:
                         outcome = reconcile.reconcile_tenant(tenant_id, backend, ctx=ctx, view=views.get(tenant_id),

@@ -249,6 +249,10 @@ def _reconcile_tenant(
 # app writes the placement's condition and the cluster's reachability).
 PLACEMENT_STATUS_HOOKS: list = []
 
+# Functions (tenants) -> context manager that a fleet pass enters around each chunk of tenants it reconciles
+# (and their commit): other apps load what their hooks read for the chunk at once and batch their writes.
+CHUNK_SCOPES: list = []
+
 
 def _report(tenant: Tenant, placed: Placed, error: InfraError | None) -> None:
     if not placed.cluster:
