@@ -37,10 +37,12 @@ _RESOLVED_WORDS = frozenset({"yes", "no", "true", "false", "on", "off", "null"})
 
 WIDTH = 120  # the dump's `width`: a scalar on a line longer than this may be folded at a space
 
-# Distinct non-trivial scalars -> how PyYAML writes them as a mapping value: (text, is_block). Bounded:
+# Distinct scalars -> how PyYAML writes them as a mapping value: (text, is_block). Bounded:
 # cleared when full (refilled in one pass).
-_SCALARS: dict[tuple[type, Any], tuple[str, bool] | None] = {}
+_STRINGS: dict[str, tuple[str, bool] | None] = {}
+_SCALARS: dict[tuple[type, Any], tuple[str, bool] | None] = {}  # the other scalar types
 _KEYS: dict[str, str | None] = {}
+_MISSING = object()
 _MEMO_MAX = 200_000
 
 
@@ -55,42 +57,53 @@ def _pyyaml(data: Any, dumper: type) -> str:
 def _scalar(value: Any, dumper: type) -> tuple[str, bool] | None:
     """(text, is_block) of a scalar value as PyYAML writes it after "key: ", or None if not supported.
     `text` is one line, or for a literal block its header line and its content lines (indented by 2)."""
-    if type(value) is str and _PLAIN.fullmatch(value) and value.lower() not in _RESOLVED_WORDS:
-        return value, False
-    memo = (type(value), value)
-    if memo in _SCALARS:
-        return _SCALARS[memo]
-    out = _pyyaml({"k": value}, dumper)  # an unbounded width: never folded here; callers check the width
-    found: tuple[str, bool] | None = None
+    if type(value) is str:  # by far the most common: one dict lookup once seen
+        found = _STRINGS.get(value, _MISSING)
+        if found is not _MISSING:
+            return found  # type: ignore[return-value]
+        if _PLAIN.fullmatch(value) and value.lower() not in _RESOLVED_WORDS:
+            found = (value, False)
+        else:
+            found = _from_pyyaml(value, dumper)
+        if len(_STRINGS) >= _MEMO_MAX:
+            _STRINGS.clear()
+        _STRINGS[value] = found
+        return found  # type: ignore[return-value]
+    memo = (type(value), value)  # the type too: True == 1 == 1.0 as dict keys
+    if memo not in _SCALARS:
+        if len(_SCALARS) >= _MEMO_MAX:
+            _SCALARS.clear()
+        _SCALARS[memo] = _from_pyyaml(value, dumper)
+    return _SCALARS[memo]
+
+
+def _from_pyyaml(value: Any, dumper: type) -> tuple[str, bool] | None:
+    out = _pyyaml({"k": value}, dumper)  # an unbounded width: never folded here; `_value` folds
     if out.startswith("k: ") and out.endswith("\n"):
         body = out[3:-1]
         if "\n" not in body:
-            found = (body, False)
-        elif re.fullmatch(r"\|[1-9]?-?", body.split("\n", 1)[0]):  # `|+` may end the document with "..."
-            found = (body, True)
-    if len(_SCALARS) >= _MEMO_MAX:
-        _SCALARS.clear()
-    _SCALARS[memo] = found
-    return found
+            return (body, False)
+        if re.fullmatch(r"\|[1-9]?-?", body.split("\n", 1)[0]):  # `|+` may end the document with "..."
+            return (body, True)
+    return None
 
 
 def _key(key: Any, dumper: type) -> str:
-    if type(key) is not str:
-        raise Unsupported
-    if _PLAIN.fullmatch(key) and key.lower() not in _RESOLVED_WORDS and len(key) <= 128:
-        return key
-    text = _KEYS.get(key, "")
-    if text == "":
-        out = _pyyaml({key: 0}, dumper)
-        # A key longer than 128 characters or spanning lines is a "complex key" ("? ..."): not written here.
-        text = out[: -len(": 0\n")] if out.endswith(": 0\n") and "\n" not in out[:-1] and not out.startswith("?") \
-            else None
+    text = _KEYS.get(key, _MISSING) if type(key) is str else None
+    if text is _MISSING:
+        if _PLAIN.fullmatch(key) and key.lower() not in _RESOLVED_WORDS and len(key) <= 128:
+            text = key
+        else:
+            out = _pyyaml({key: 0}, dumper)
+            # A key longer than 128 characters or spanning lines is a "complex key" ("? ..."): not written here.
+            simple = out.endswith(": 0\n") and "\n" not in out[:-1] and not out.startswith("?")
+            text = out[: -len(": 0\n")] if simple else None
         if len(_KEYS) >= _MEMO_MAX:
             _KEYS.clear()
         _KEYS[key] = text
     if text is None:
         raise Unsupported
-    return text
+    return text  # type: ignore[return-value]
 
 
 _SCALAR_TYPES = (str, int, float, bool, type(None))
