@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from django.db import transaction
 
@@ -36,6 +39,7 @@ from .render import (
 from .teardown import run as teardown_tenant
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 SKIP_PHASES = {Phase.REQUESTED, Phase.REJECTED, Phase.DELETED}
 
@@ -77,14 +81,33 @@ VIEW_EXTRAS: list = []
 VIEW_EXTRAS_MANY: dict = {}
 
 
+# While `tenant_views` runs: rows its batch loaders share (two loaders read the same isolation rows), by
+# the loader's own key. Empty outside it, so nothing read for one call is ever served to another.
+_SHARED: ContextVar[dict[object, object] | None] = ContextVar("tenant_views_shared", default=None)
+
+
+def shared_rows(key: object, load: Callable[[], T]) -> T:
+    """`load()`, computed once per `tenant_views` call for this key (every call outside one)."""
+    shared = _SHARED.get()
+    if shared is None:
+        return load()
+    if key not in shared:
+        shared[key] = load()
+    return shared[key]  # type: ignore[return-value]
+
+
 def tenant_views(tenants: list[Tenant]) -> dict[int, TenantView]:
     """`tenant_view` for many tenants, using batch loaders where registered."""
     extras: dict[int, dict[str, object]] = {t.pk: {} for t in tenants}
-    for contribute in VIEW_EXTRAS:
-        many = VIEW_EXTRAS_MANY.get(contribute)
-        loaded = many(tenants) if many else {t.pk: contribute(t) for t in tenants}
-        for tenant in tenants:
-            extras[tenant.pk].update(loaded[tenant.pk])
+    token = _SHARED.set({})
+    try:
+        for contribute in VIEW_EXTRAS:
+            many = VIEW_EXTRAS_MANY.get(contribute)
+            loaded = many(tenants) if many else {t.pk: contribute(t) for t in tenants}
+            for tenant in tenants:
+                extras[tenant.pk].update(loaded[tenant.pk])
+    finally:
+        _SHARED.reset(token)
     return {t.pk: TenantView.of(t, **extras[t.pk]) for t in tenants}
 
 
