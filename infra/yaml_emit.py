@@ -69,7 +69,8 @@ def _scalar(value: Any, dumper: type) -> tuple[str, bool] | None:
             _STRINGS.clear()
         _STRINGS[value] = found
         return found  # type: ignore[return-value]
-    memo = (type(value), value)  # the type too: True == 1 == 1.0 as dict keys
+    # The type too (True == 1 == 1.0 as dict keys), and a float by its repr (0.0 == -0.0, nan != nan).
+    memo = (float, repr(value)) if type(value) is float else (type(value), value)
     if memo not in _SCALARS:
         if len(_SCALARS) >= _MEMO_MAX:
             _SCALARS.clear()

@@ -90,6 +90,12 @@ def test_deep_layouts_match(words: list[str], depth: int) -> None:
         assert out == _pyyaml(data)
 
 
+def test_equal_but_different_scalars_are_not_confused() -> None:
+    # Memoised by value: 0.0 == -0.0 and True == 1 == 1.0 must still be written as themselves.
+    for data in ({"a": 0.0, "b": -0.0}, {"a": -0.0, "b": 0.0}, {"a": 1, "b": True, "c": 1.0, "d": "1"}):
+        assert yaml_emit.emit(data, manifests._Dumper) == _pyyaml(data)
+
+
 def test_common_manifest_shapes_are_not_declined() -> None:
     manifest = {"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": "a", "labels": {"app.kubernetes.io/managed-by": "gpufleet"}},
