@@ -61,10 +61,9 @@ def gpu_modes_conditions_many(tenants: list[Any]) -> dict[int, dict[str, str]]:
     levels = {row.trust_level: row for row in AllocationPolicy.objects.all()}
     isolation = {row.tenant_id: row for row in TenantIsolation.objects.filter(tenant_id__in=ids)}
     quotas: dict[int, list[tuple[str, str, int]]] = {pk: [] for pk in ids}
-    if apps.is_installed("scheduling"):
-        from scheduling.models import Quota
-
-        for tenant_id, *row in (Quota.objects.filter(tenant_id__in=ids).order_by("tenant_id", "flavor__name", "pk")
+    if apps.is_installed("scheduling"):  # its rows through the app registry: isolation does not import scheduling
+        quota = apps.get_model("scheduling", "Quota")
+        for tenant_id, *row in (quota.objects.filter(tenant_id__in=ids).order_by("tenant_id", "flavor__name", "pk")
                                 .values_list("tenant_id", "flavor__name", "flavor__mode", "nominal")):
             quotas[tenant_id].append(tuple(row))  # type: ignore[arg-type]
     out: dict[int, dict[str, str]] = {}
