@@ -229,6 +229,8 @@ def _run(opts: argparse.Namespace, step: str, fn, *args):  # type: ignore[no-unt
         measure = Measure()
         value = profiler.runcall(fn, *args)
         measure.stop()
+        if os.environ.get("BENCH_DUMP"):  # the raw profile, for pstats/snakeviz
+            profiler.dump_stats(os.environ["BENCH_DUMP"])
         stats = pstats.Stats(profiler).sort_stats(os.environ.get("BENCH_SORT", "tottime"))
         stats.print_stats(os.environ.get("BENCH_FILTER", ""), 30)
         if os.environ.get("BENCH_CALLERS"):

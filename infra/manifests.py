@@ -9,6 +9,8 @@ from typing import Any
 
 import yaml
 
+from .yaml_emit import emit
+
 Manifest = dict[str, Any]
 
 # Apply order: things others live in or refer to come first (namespaces, CRD-defined classes and
@@ -126,7 +128,10 @@ def to_yaml(manifest: Mapping[str, Any]) -> str:
     key = content_key(manifest)
     text = _YAML_CACHE.get(key)
     if text is None:
-        text = yaml.dump(manifest, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=120)
+        # The direct emitter writes the same bytes ~10x faster; PyYAML for anything it does not write.
+        text = emit(manifest, _Dumper)
+        if text is None:
+            text = yaml.dump(manifest, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=120)
         if len(_YAML_CACHE) >= _YAML_CACHE_MAX:
             _YAML_CACHE.clear()  # cheaper than LRU bookkeeping on every hit; refills in one pass
         _YAML_CACHE[key] = text

@@ -37,6 +37,8 @@ class SchedulingConfig(AppConfig):
         if delivery.record_placement not in reconcile.PLACEMENT_STATUS_HOOKS:
             reconcile.PLACEMENT_STATUS_HOOKS.append(delivery.record_placement)
             reconcile.PLATFORM_STATUS_HOOKS.append(delivery.record_platform)
+        if delivery.placement_chunk not in reconcile.CHUNK_SCOPES:
+            reconcile.CHUNK_SCOPES.append(delivery.placement_chunk)
         if delivery.reserved_pools_values not in tenant_render.VCLUSTER_VALUES_HOOKS:
             tenant_render.VCLUSTER_VALUES_HOOKS.append(delivery.reserved_pools_values)
         from tenants import backends

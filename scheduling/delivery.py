@@ -9,8 +9,12 @@ cluster's reachability -- an unreachable cluster marks its own tenants' placemen
 
 from __future__ import annotations
 
+import logging
 import time
-from dataclasses import replace
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpufleet import clock
@@ -20,6 +24,8 @@ from tenants.render import Placed, RenderContext, TenantView
 from . import placement
 from .inputs import ClusterSpec, TenantScheduling
 from .models_clusters import DEFAULT_CLUSTER
+
+log = logging.getLogger(__name__)
 
 RECONCILED = "Reconciled"
 REMOVED = "the placement was removed"
@@ -92,14 +98,59 @@ def _condition(error: InfraError | None, refused: str) -> dict[str, str]:
             "lastTransitionTime": clock.now().isoformat()}
 
 
+@dataclass
+class _Chunk:
+    """A fleet pass's chunk of tenants (`placement_chunk`): their placement rows loaded at once, and the
+    status writes made for them, flushed in one statement per kind of write when the chunk ends."""
+
+    rows: dict[tuple[int, str], Any]  # (tenant id, cluster name) -> Placement (conditions, cluster_id)
+    writes: dict[int, dict[str, Any]] = field(default_factory=dict)  # placement pk -> fields
+
+
+_CHUNK: ContextVar[_Chunk | None] = ContextVar("placement_chunk", default=None)
+
+
+@contextmanager
+def placement_chunk(tenants: list[Any]) -> Iterator[None]:
+    """tenants.reconcile.CHUNK_SCOPES: inside, `record_placement` for these tenants reads their preloaded
+    rows and defers its UPDATE; one `bulk_update` per set of fields writes them when the chunk ends (its
+    commit made): two queries a chunk instead of two per tenant and cluster. Writes are flushed even if the
+    chunk failed part-way, as each was recorded for an apply that happened."""
+    from .models_clusters import Placement
+
+    rows = Placement.objects.filter(tenant_id__in=[t.pk for t in tenants]).select_related("cluster").only(
+        "tenant_id", "conditions", "cluster_id", "cluster__name")
+    chunk = _Chunk({(row.tenant_id, row.cluster.name): row for row in rows})
+    token = _CHUNK.set(chunk)
+    try:
+        yield
+    finally:
+        _CHUNK.reset(token)
+        by_fields: dict[tuple[str, ...], list[Any]] = {}
+        for pk, fields in chunk.writes.items():
+            by_fields.setdefault(tuple(sorted(fields)), []).append(Placement(pk=pk, **fields))
+        try:
+            for names, objs in by_fields.items():
+                Placement.objects.bulk_update(objs, list(names), batch_size=500)
+        except Exception:  # status only: the tenants' applies and commit stand; the next apply rewrites it
+            log.exception("recording the placement status of %d placements failed", len(chunk.writes))
+
+
 def record_placement(tenant: Any, placed: Placed, error: InfraError | None) -> None:
     """tenants.reconcile.PLACEMENT_STATUS_HOOKS: the placement's condition (the time moves only when the
     status or reason does) and the cluster's reachability."""
     from .models_clusters import Placement
 
-    rows = Placement.objects.filter(tenant_id=tenant.pk, cluster__name=placed.cluster)
-    row = rows.only("conditions", "cluster_id").first()
+    chunk = _CHUNK.get()
+    row = chunk.rows.get((tenant.pk, placed.cluster)) if chunk is not None else None
+    if row is None:
+        chunk = None  # not preloaded (a placement added meanwhile): the row as it is now, written now
+        rows = Placement.objects.filter(tenant_id=tenant.pk, cluster__name=placed.cluster)
+        row = rows.only("conditions", "cluster_id").first()
     if row is not None and placed.refused == REMOVED:
+        if chunk is not None:
+            chunk.rows.pop((tenant.pk, placed.cluster), None)
+            chunk.writes.pop(row.pk, None)
         if error is None:  # pruned there: the cluster forgets the tenant
             Placement.objects.filter(pk=row.pk).delete()
     elif row is not None:
@@ -111,7 +162,11 @@ def record_placement(tenant: Any, placed: Placed, error: InfraError | None) -> N
         fields: dict[str, Any] = {"conditions": conditions}
         if error is None:
             fields["last_reconciled_at"] = clock.now()
-        Placement.objects.filter(pk=row.pk).update(**fields)
+        if chunk is not None:
+            row.conditions = conditions  # a second record in this chunk merges with this one
+            chunk.writes[row.pk] = {**chunk.writes.get(row.pk, {}), **fields}
+        else:
+            Placement.objects.filter(pk=row.pk).update(**fields)
     _cluster_status(placed.cluster, error, row.cluster_id if row is not None else None)
 
 

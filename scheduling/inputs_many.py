@@ -21,9 +21,14 @@ from . import inputs
 
 
 def _isolation_rows(tenants: list[Any]) -> tuple[dict[str, Any], dict[int, Any]]:
-    levels = {row.trust_level: row for row in AllocationPolicy.objects.all()}
-    isolation = {row.tenant_id: row for row in TenantIsolation.objects.filter(tenant_id__in=[t.pk for t in tenants])}
-    return levels, isolation
+    """Both loaders below read these: within one `tenant_views` call, once (`reconcile.shared_rows`)."""
+    ids = tuple(t.pk for t in tenants)
+
+    def load() -> tuple[dict[str, Any], dict[int, Any]]:
+        levels = {row.trust_level: row for row in AllocationPolicy.objects.all()}
+        return levels, {row.tenant_id: row for row in TenantIsolation.objects.filter(tenant_id__in=ids)}
+
+    return reconcile.shared_rows(("isolation_rows", ids), load)
 
 
 def _allowed_modes(tenant: Any, levels: dict[str, Any], isolation: dict[int, Any]) -> frozenset[str]:

@@ -24,11 +24,12 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from django.conf import settings
+from django.db import connection
 
 from gpufleet import clock
 from infra.backend import ApplyResult, Backend
@@ -166,6 +167,21 @@ def _slugs(tenant_ids: set[int]) -> set[str]:
     return set(Tenant.objects.filter(pk__in=tenant_ids).values_list("slug", flat=True))
 
 
+def _stamp_reconciled(tenant_ids: list[int]) -> None:
+    """`last_reconciled_at` of every clean tenant in one statement. On PostgreSQL the ids go as ONE array
+    literal: `pk__in` of 10,000 ids is 10,000 placeholders that Django compiles and psycopg converts one by
+    one (0.4 s of a no-op pass at 3,000 tenants)."""
+    now = clock.now()
+    if connection.vendor != "postgresql":
+        for chunk in _chunks(tenant_ids, VIEW_CHUNK):  # SQLite: bounded IN lists
+            Tenant.objects.filter(pk__in=chunk).update(last_reconciled_at=now)
+        return
+    table, pk = connection.ops.quote_name(Tenant._meta.db_table), connection.ops.quote_name(Tenant._meta.pk.column)
+    sql = f"UPDATE {table} SET last_reconciled_at = %s WHERE {pk} = ANY(%s::bigint[])"  # noqa: S608 - names from the model
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [now, "{" + ",".join(map(str, tenant_ids)) + "}"])
+
+
 def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet reconcile") -> FleetPass:
     """One pass over the platform and every live tenant. One tenant failing never stops the rest."""
     backend = backend or get_backend()
@@ -182,10 +198,12 @@ def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet rec
         result.deferred = list(Tenant.objects.live().order_by("pk").values_list("pk", flat=True))
         return result
     dirty: list[int] = []  # in pk order, like `tenants`
+    clean_ids: list[int] = []
     ctx_key = context_key(ctx, backend)
     seen: dict[bytes, Known] = {}
     # Not the applied object list: the pass never reads it, and at 10,000 tenants it is most of the rows.
     tenants = list(Tenant.objects.live().order_by("pk").defer("applied_objects"))
+    rows = {t.pk: t for t in tenants}
     views: dict[int, TenantView] = {}
     for chunk in _chunks(tenants, VIEW_CHUNK):
         try:
@@ -204,8 +222,9 @@ def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet rec
             dirty.append(tenant.pk)
         else:
             result.clean[tenant.slug] = objects
-    if result.clean:
-        Tenant.objects.filter(slug__in=result.clean.keys()).update(last_reconciled_at=clock.now())
+            clean_ids.append(tenant.pk)
+    if clean_ids:
+        _stamp_reconciled(clean_ids)
     batch = getattr(backend, "batch", None)
     for chunk in _chunks(dirty, CHUNK):
         scope: AbstractContextManager[None] = (
@@ -213,11 +232,23 @@ def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet rec
         )
         written: list[int] = []  # tenants of this chunk whose files await the chunk's commit
         first = len(result.outcomes)
+        try:  # the chunk's conditions in a few queries (each used only if its row did not change meanwhile)
+            prepared = reconcile.prepare_conditions([rows[pk] for pk in chunk])
+        except Exception:
+            log.exception("fleet reconcile: preparing conditions failed; computing them tenant by tenant")
+            prepared = {}
         try:
-            with scope:
+            with ExitStack() as scopes:
+                for enter in reconcile.CHUNK_SCOPES:  # e.g. placement status, written once per chunk
+                    try:
+                        scopes.enter_context(enter([rows[pk] for pk in chunk]))
+                    except Exception:  # then its hooks read and write row by row, as outside a pass
+                        log.exception("fleet reconcile: entering %r failed", enter)
+                scopes.enter_context(scope)
                 for tenant_id in chunk:
                     try:
-                        outcome = reconcile.reconcile_tenant(tenant_id, backend, ctx=ctx, view=views.get(tenant_id))
+                        outcome = reconcile.reconcile_tenant(tenant_id, backend, ctx=ctx, view=views.get(tenant_id),
+                                                             prepared=prepared.get(tenant_id))
                     except TransientError as exc:
                         result.retry.append(tenant_id)
                         result.errors.append(f"tenant {tenant_id}: {exc} (will retry)")

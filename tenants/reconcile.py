@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from django.db import transaction
 
@@ -36,6 +39,7 @@ from .render import (
 from .teardown import run as teardown_tenant
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 SKIP_PHASES = {Phase.REQUESTED, Phase.REJECTED, Phase.DELETED}
 
@@ -77,19 +81,64 @@ VIEW_EXTRAS: list = []
 VIEW_EXTRAS_MANY: dict = {}
 
 
+# While `tenant_views` runs: rows its batch loaders share (two loaders read the same isolation rows), by
+# the loader's own key. Empty outside it, so nothing read for one call is ever served to another.
+_SHARED: ContextVar[dict[object, object] | None] = ContextVar("tenant_views_shared", default=None)
+
+
+def shared_rows(key: object, load: Callable[[], T]) -> T:
+    """`load()`, computed once per `tenant_views` call for this key (every call outside one)."""
+    shared = _SHARED.get()
+    if shared is None:
+        return load()
+    if key not in shared:
+        shared[key] = load()
+    return shared[key]  # type: ignore[return-value]
+
+
 def tenant_views(tenants: list[Tenant]) -> dict[int, TenantView]:
     """`tenant_view` for many tenants, using batch loaders where registered."""
     extras: dict[int, dict[str, object]] = {t.pk: {} for t in tenants}
-    for contribute in VIEW_EXTRAS:
-        many = VIEW_EXTRAS_MANY.get(contribute)
-        loaded = many(tenants) if many else {t.pk: contribute(t) for t in tenants}
-        for tenant in tenants:
-            extras[tenant.pk].update(loaded[tenant.pk])
+    token = _SHARED.set({})
+    try:
+        for contribute in VIEW_EXTRAS:
+            many = VIEW_EXTRAS_MANY.get(contribute)
+            loaded = many(tenants) if many else {t.pk: contribute(t) for t in tenants}
+            for tenant in tenants:
+                extras[tenant.pk].update(loaded[tenant.pk])
+    finally:
+        _SHARED.reset(token)
     return {t.pk: TenantView.of(t, **extras[t.pk]) for t in tenants}
 
 
 # Functions (tenant -> condition dict) whose conditions a successful apply records on the tenant.
 CONDITION_PROVIDERS: list = []
+
+# Batch versions for fleet-wide passes: CONDITION_PROVIDERS_MANY[provider] = fn(tenants) -> {tenant.pk:
+# what provider(tenant) returns}, so a cold start of thousands of tenants is a few queries per chunk, not
+# several per tenant (isolation's GpuModesAdmitted: five).
+CONDITION_PROVIDERS_MANY: dict = {}
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Conditions computed in bulk for a fleet pass from the tenant's row as it was loaded (its generation
+    and trust level): used only if the locked row still has them (a spec change bumps the generation)."""
+
+    generation: int
+    trust_level: str
+    conditions: dict = field(default_factory=dict)  # provider -> its condition
+
+
+def prepare_conditions(tenants: list[Tenant]) -> dict[int, Prepared]:
+    """`Prepared` for each tenant, with every provider that has a batch version."""
+    out = {t.pk: Prepared(t.generation, t.trust_level) for t in tenants}
+    for provide in CONDITION_PROVIDERS:
+        many = CONDITION_PROVIDERS_MANY.get(provide)
+        if many is not None:
+            for pk, condition in many(tenants).items():
+                out[pk].conditions[provide] = condition
+    return out
 
 
 def desired_manifests(tenant: Tenant, ctx: RenderContext | None = None) -> list[dict]:
@@ -112,12 +161,12 @@ def _merge_condition(conditions: list[dict], new: dict) -> list[dict]:
 
 def reconcile_tenant(
     tenant_id: int, backend: Backend | None = None, *, ctx: RenderContext | None = None,
-    view: TenantView | None = None,
+    view: TenantView | None = None, prepared: Prepared | None = None,
 ) -> Outcome:
     """Reconcile one tenant (`_reconcile_tenant`), timed by outcome for `/metrics`."""
     started = time.perf_counter()
     try:
-        outcome = _reconcile_tenant(tenant_id, backend, ctx=ctx, view=view)
+        outcome = _reconcile_tenant(tenant_id, backend, ctx=ctx, view=view, prepared=prepared)
     except InfraError as exc:
         reason = exc.reason or type(exc).__name__
         metrics.observe_reconcile(f"error:{reason}", time.perf_counter() - started, reason)
@@ -132,10 +181,11 @@ def reconcile_tenant(
 
 def _reconcile_tenant(
     tenant_id: int, backend: Backend | None = None, *, ctx: RenderContext | None = None,
-    view: TenantView | None = None,
+    view: TenantView | None = None, prepared: Prepared | None = None,
 ) -> Outcome:
-    """`ctx` and `view` let a fleet-wide pass (tenants.fleet) load render inputs in bulk; `view` is
-    used only if the locked row still matches it (spec changes bump `generation`), else reloaded."""
+    """`ctx`, `view` and `prepared` let a fleet-wide pass (tenants.fleet) load render inputs and conditions
+    in bulk; `view` and `prepared` are used only if the locked row still matches them (spec changes bump
+    `generation`), else reloaded."""
     backend = backend or get_backend()
     with tenant_lock(tenant_id):
         tenant = Tenant.objects.filter(pk=tenant_id).first()
@@ -179,8 +229,12 @@ def _reconcile_tenant(
             else:
                 result = apply_placed(backend, tenant, rendered, message)
                 tenant.conditions = _merge_condition(tenant.conditions, _secrets_condition(tenant.slug, backend))
+                if prepared is not None and (prepared.generation, prepared.trust_level) != (
+                        tenant.generation, tenant.trust_level):
+                    prepared = None
                 for provide in CONDITION_PROVIDERS:  # e.g. isolation's GpuModesAdmitted
-                    tenant.conditions = _merge_condition(tenant.conditions, provide(tenant))
+                    condition = prepared.conditions.get(provide) if prepared is not None else None
+                    tenant.conditions = _merge_condition(tenant.conditions, condition or provide(tenant))
             for placed, _ in rendered:
                 _require_published(backend, placed.owner(tenant.owner))
         except TransientError as exc:
@@ -217,6 +271,10 @@ def _reconcile_tenant(
 # Functions (tenant, placed, error or None) recording how delivering to one host cluster went (the scheduling
 # app writes the placement's condition and the cluster's reachability).
 PLACEMENT_STATUS_HOOKS: list = []
+
+# Functions (tenants) -> context manager that a fleet pass enters around each chunk of tenants it reconciles
+# (and their commit): other apps load what their hooks read for the chunk at once and batch their writes.
+CHUNK_SCOPES: list = []
 
 
 def _report(tenant: Tenant, placed: Placed, error: InfraError | None) -> None:

@@ -133,6 +133,7 @@ class GitOpsBackend:
         # HEAD's tree id of each folder, by parent folder, for one fingerprint (see `_head_tree`).
         self._trees: tuple[tuple[object, ...], dict[str, dict[str, str]], dict[str, int]] | None = None
         self._configured = False
+        self._git_dir = str(self.git.git_dir())
 
     @contextmanager
     def locked(self) -> Iterator[None]:
@@ -252,7 +253,7 @@ class GitOpsBackend:
         `_forget`) or a hand edit whose bytes the plan compares anyway."""
         # stat, not read: a ref update is an atomic rename (new inode) or a rewrite (new mtime/size), and a
         # fleet check asks this once per tenant (10,000 times a pass).
-        git_dir = str(self.git.git_dir())
+        git_dir = self._git_dir  # a str: a pathlib join per call was a tenth of the fleet's no-op check
 
         def stamp(path: str) -> object:
             try:
@@ -287,7 +288,7 @@ class GitOpsBackend:
         record gpufleet's writes."""
         trees = self._trees_at("HEAD", [p.owner.path for p in plans])
         for plan in plans:
-            on_disk = self._files(self.path / plan.owner.path)
+            on_disk = self._on_disk(plan)
             want = tree_sha(on_disk) if on_disk else None
             if trees[plan.owner.path] != want:
                 raise health.RepositoryBroken(
@@ -300,6 +301,20 @@ class GitOpsBackend:
             fingerprint, ok, dirty = self._status_cache
             folders = {p.owner.path for p in plans}
             self._status_cache = (fingerprint, ok, frozenset(d for d in dirty if d.rpartition("/")[0] not in folders))
+
+    def _on_disk(self, plan: Plan) -> dict[str, bytes]:
+        """The files in the plan's folder now. Under the lock, right after `_write`, a folder whose names are
+        exactly the desired ones holds the desired bytes (we wrote them; nothing else writes under the lock),
+        so only a listing is needed -- a cold start verifies 160,000 files and reading each back was a tenth
+        of its time. Any other name (a file that is not ours) and the folder is read as before."""
+        folder = self.path / plan.owner.path
+        try:
+            names = {e.name for e in os.scandir(folder) if e.is_file(follow_symlinks=False)}
+        except (FileNotFoundError, NotADirectoryError):
+            names = set()
+        if names == plan.desired.keys():
+            return plan.desired
+        return self._files(folder)
 
     def unpublished(self, owner: str) -> str | None:
         """With push enabled: why the commit holding `owner`'s current files is not on the remote
@@ -352,7 +367,7 @@ class GitOpsBackend:
 
     def _record_key(self, own: Owner) -> bytes | None:
         """BLAKE2 of the owner's drift record as stored (None if there is none), by its stat."""
-        path = f"{self.git.git_dir()}/gpufleet/written/{own.path.replace('/', '__')}.json"  # `_index_path`
+        path = f"{self._git_dir}/gpufleet/written/{own.path.replace('/', '__')}.json"  # `_index_path`
         try:
             st = os.stat(path)
         except FileNotFoundError:

@@ -24,10 +24,16 @@ IMPACT_CHECKS: list[Callable[[Any, frozenset[str]], list[str]]] = []
 def quota_impact(tenant: Any, allowed: frozenset[str]) -> list[str]:
     if not apps.is_installed("scheduling") or not hasattr(tenant, "quotas"):
         return []
+    rows = tenant.quotas.order_by("flavor__name", "pk").values_list("flavor__name", "flavor__mode", "nominal")
+    return _quota_lines(rows, allowed)
+
+
+def _quota_lines(rows: Any, allowed: frozenset[str]) -> list[str]:
+    """Pure: (flavor name, mode, nominal) rows in flavor-name order -> the lines of the disallowed ones."""
     return [
-        f"quota for flavor {q.flavor.name} ({q.flavor.mode}, {q.nominal} nominal) is not admitted"
-        for q in tenant.quotas.select_related("flavor").order_by("flavor__name")
-        if q.flavor.mode not in allowed
+        f"quota for flavor {name} ({mode}, {nominal} nominal) is not admitted"
+        for name, mode, nominal in rows
+        if mode not in allowed
     ]
 
 
@@ -41,8 +47,37 @@ def disallowed_workloads(tenant: Any) -> list[str]:
 
 def gpu_modes_condition(tenant: Any) -> dict[str, str]:
     """A Kubernetes-style condition for the tenant's status (reconcile merges it)."""
-    allowed = ", ".join(policy.order(policy.allowed_modes(tenant))) or "none"
-    lines = disallowed_workloads(tenant)
+    return _condition(tenant, policy.allowed_modes(tenant), disallowed_workloads(tenant))
+
+
+def gpu_modes_conditions_many(tenants: list[Any]) -> dict[int, dict[str, str]]:
+    """`gpu_modes_condition` for many tenants in three queries, not five per tenant (the fleet pass's cold
+    start: tenants.reconcile.CONDITION_PROVIDERS_MANY). Same rows, same pure pieces, same result
+    (tests/isolation/test_impact_many.py)."""
+    from .config import isolation_view
+    from .models import AllocationPolicy, TenantIsolation
+
+    ids = [t.pk for t in tenants]
+    levels = {row.trust_level: row for row in AllocationPolicy.objects.all()}
+    isolation = {row.tenant_id: row for row in TenantIsolation.objects.filter(tenant_id__in=ids)}
+    quotas: dict[int, list[tuple[str, str, int]]] = {pk: [] for pk in ids}
+    if apps.is_installed("scheduling"):  # its rows through the app registry: isolation does not import scheduling
+        quota = apps.get_model("scheduling", "Quota")
+        for tenant_id, *row in (quota.objects.filter(tenant_id__in=ids).order_by("tenant_id", "flavor__name", "pk")
+                                .values_list("tenant_id", "flavor__name", "flavor__mode", "nominal")):
+            quotas[tenant_id].append(tuple(row))  # type: ignore[arg-type]
+    out: dict[int, dict[str, str]] = {}
+    for tenant in tenants:
+        allowed = isolation_view(tenant, levels.get(tenant.trust_level), isolation.get(tenant.pk)).allowed_modes
+        lines = _quota_lines(quotas[tenant.pk], frozenset(allowed))
+        for check in IMPACT_CHECKS:
+            lines.extend(check(tenant, frozenset(allowed)))
+        out[tenant.pk] = _condition(tenant, allowed, lines)
+    return out
+
+
+def _condition(tenant: Any, modes: Any, lines: list[str]) -> dict[str, str]:
+    allowed = ", ".join(policy.order(modes)) or "none"
     if lines:
         status, reason = "False", "DisallowedModesConfigured"
         message = f"trust level {tenant.trust_level} allows {allowed}; " + "; ".join(lines)

@@ -13,6 +13,7 @@ def register() -> None:
         reconcile.VIEW_EXTRAS.append(config.tenant_extras)
     if impact.gpu_modes_condition not in reconcile.CONDITION_PROVIDERS:
         reconcile.CONDITION_PROVIDERS.append(impact.gpu_modes_condition)
+    reconcile.CONDITION_PROVIDERS_MANY[impact.gpu_modes_condition] = impact.gpu_modes_conditions_many
     if kyverno.hami_webhook_scope not in render.NAMESPACE_LABEL_HOOKS:
         render.NAMESPACE_LABEL_HOOKS.append(kyverno.hami_webhook_scope)
     if vcluster.extend_values not in render.VCLUSTER_VALUES_HOOKS:

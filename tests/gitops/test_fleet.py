@@ -143,3 +143,16 @@ def test_backends_without_a_cheap_comparison_keep_the_per_tenant_fan_out(catalog
     assert result.deferred == sorted(t.pk for t in tenants)
     assert result.tenants == 3 and not result.outcomes and not result.clean
     assert not (gitops_repo / "clusters/default/tenants").exists(), "deferred tenants are applied by their own tasks"
+
+
+def test_batch_loaders_share_the_isolation_rows_within_one_call_only(catalog) -> None:
+    tenants = [factories.tenant(f"s-{level}", level, phase=Phase.READY) for level in ("untrusted", "trusted")]
+    fresh = list(Tenant.objects.filter(pk__in=[t.pk for t in tenants]).order_by("pk"))
+    with CaptureQueriesContext(connection) as queries:
+        reconcile.tenant_views(fresh)
+    isolation = [q for q in queries.captured_queries if "tenantisolation" in q["sql"].lower()]
+    assert len(isolation) == 1, "both batch loaders read the same rows: once per call"
+    # The next call reads them again: rows are never served from an earlier call.
+    isolation_actions.set_tenant_isolation(fresh[1], allowed_modes=["whole"])
+    views = reconcile.tenant_views(fresh)
+    assert views[fresh[1].pk] == reconcile.tenant_view(fresh[1])
