@@ -12,7 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from gpufleet.accounts.roles import is_platform_admin
-from gpufleet.api.prefetch import attach_children
+from gpufleet.api.prefetch import attach_rows
 from gpufleet.api.viewsets import ScopedModelViewSet
 
 from .. import actions
@@ -27,6 +27,10 @@ def members():  # type: ignore[no-untyped-def]
         "id", "tenant_id", "user_id", "role", "source", "user__id", "user__username")
 
 
+# What MembershipSerializer shows, read as rows for list and retrieve answers (gpufleet/api/prefetch.py).
+MEMBER_COLUMNS = ("user__username", "role", "source")
+
+
 class TenantViewSet(TenantIsolationActions, ScopedModelViewSet):
     queryset = Tenant.objects.all()
     serializer_class = TenantSerializer
@@ -34,7 +38,7 @@ class TenantViewSet(TenantIsolationActions, ScopedModelViewSet):
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
         qs = super().get_queryset()
-        if self.action != "list":  # a list attaches the members of its page (paginate_queryset)
+        if self.action not in ("list", "retrieve"):  # those attach member rows (below)
             qs = qs.prefetch_related(Prefetch("memberships", queryset=members()))
         params = self.request.query_params
         if params.get("slug"):
@@ -45,7 +49,13 @@ class TenantViewSet(TenantIsolationActions, ScopedModelViewSet):
 
     def paginate_queryset(self, queryset):  # type: ignore[no-untyped-def]
         page = super().paginate_queryset(queryset)
-        return page if page is None else attach_children(page, "memberships", members())
+        return page if page is None else attach_rows(page, "memberships", Membership.objects.all(), MEMBER_COLUMNS)
+
+    def get_object(self) -> Tenant:
+        tenant = super().get_object()
+        if self.action == "retrieve":
+            attach_rows([tenant], "memberships", Membership.objects.all(), MEMBER_COLUMNS)
+        return tenant
 
     @extend_schema(parameters=[OpenApiParameter("slug", OpenApiTypes.STR), OpenApiParameter("phase", OpenApiTypes.STR)])
     def list(self, request: Request, *args: object, **kwargs: object) -> Response:
