@@ -31,6 +31,7 @@ The output is identical to DRF's (tests/api/test_representation.py compares both
 from __future__ import annotations
 
 import decimal
+import inspect
 import threading
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -38,7 +39,9 @@ from operator import attrgetter
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ObjectDoesNotExist
 from django.utils import timezone
+from django.utils.functional import cached_property
 from rest_framework import ISO_8601
 from rest_framework import fields as f
 from rest_framework.fields import SkipField
@@ -149,6 +152,49 @@ def _forward_path(model: Any, attrs: list[str]) -> bool:
 Plan = list[tuple[str, Callable[[Any], Any] | None, Callable[[Any], Any] | None, Any]]
 
 
+def _is_property(model: Any, attr: str) -> bool:
+    return isinstance(inspect.getattr_static(model, attr, None), property | cached_property)
+
+
+def _property_getter(attr: str) -> Callable[[Any], Any]:
+    read = attrgetter(attr)
+
+    def get(instance: Any) -> Any:
+        value = read(instance)
+        if callable(value):
+            raise AttributeError(attr)  # DRF calls a callable attribute: let DRF's path do it
+        return value
+
+    return get
+
+
+def _reverse_cache_name(model: Any, attr: str) -> str | None:
+    """The prefetch cache key of `model.<attr>` when it is a reverse foreign key (one-to-many)."""
+    try:
+        relation = model._meta.get_field(attr)
+    except Exception:  # not a model field
+        return None
+    if not (relation.auto_created and relation.one_to_many and relation.get_accessor_name() == attr):
+        return None
+    return relation.cache_name if hasattr(relation, "cache_name") else relation.get_cache_name()
+
+
+def _prefetched_getter(cache_name: str) -> Callable[[Any], Any]:
+    def get(instance: Any) -> Any:
+        try:
+            cached = instance._prefetched_objects_cache[cache_name]
+        except (AttributeError, KeyError):
+            raise AttributeError(cache_name) from None  # not prefetched: DRF's path (a query)
+        return cached._result_cache if cached._result_cache is not None else list(cached)
+
+    return get
+
+
+def _each(child: Any) -> Callable[[Any], Any]:
+    represent = child.to_representation
+    return lambda rows: [represent(row) for row in rows]
+
+
 class CompiledRepresentation:
     """Mixin for read-only ModelSerializers (before `serializers.ModelSerializer` in the bases)."""
 
@@ -205,6 +251,19 @@ class CompiledRepresentation:
                 # `tenant.slug`: read through the (selected) relation; a missing relation (None on the
                 # way) takes DRF's path below, which applies the field's default / null rules.
                 plan.append((field.field_name, attrgetter(".".join(attrs)), _converter(field), field))
+            elif len(attrs) == 1 and not isinstance(field, BaseSerializer) and _is_property(
+                    self.Meta.model, attrs[0]):  # type: ignore[attr-defined]
+                # `namespace`, `is_synced`: a property read directly; DRF's path if it raises or returns a
+                # callable (which DRF would call).
+                convert = (_DIRECT[kind] if kind in _DIRECT and not (kind is f.JSONField and field.binary)
+                           else _converter(field))
+                plan.append((field.field_name, _property_getter(attrs[0]), convert, field))
+            elif (len(attrs) == 1 and isinstance(field, ListSerializer)
+                  and isinstance(field.child, CompiledRepresentation)
+                  and (cache_name := _reverse_cache_name(self.Meta.model, attrs[0])) is not None):  # type: ignore[attr-defined]
+                # A nested list over a prefetched reverse relation: its cached rows straight to the
+                # child (ListSerializer would ask the related manager for `.all()`, i.e. that cache).
+                plan.append((field.field_name, _prefetched_getter(cache_name), _each(field.child), field))
             else:
                 plan.append((field.field_name, None, None, field))
         return plan
@@ -217,7 +276,7 @@ class CompiledRepresentation:
             if getter is not None:
                 try:
                     value = getter(instance)
-                except AttributeError:
+                except (AttributeError, ObjectDoesNotExist):
                     if field is None:
                         raise
                 else:
