@@ -13,12 +13,19 @@ from rest_framework.response import Response
 
 from gpufleet.accounts.roles import is_platform_admin
 from gpufleet.api.prefetch import attach_rows
+from gpufleet.api.representation import row_lookups
 from gpufleet.api.viewsets import ScopedModelViewSet
 
 from .. import actions
 from ..isolation.api import TenantIsolationActions
 from ..models import Membership, Tenant, can_manage
-from .serializers import RejectSerializer, TenantCreateSerializer, TenantSerializer, TenantUpdateSerializer
+from .serializers import (
+    MembershipSerializer,
+    RejectSerializer,
+    TenantCreateSerializer,
+    TenantSerializer,
+    TenantUpdateSerializer,
+)
 
 
 def members():  # type: ignore[no-untyped-def]
@@ -28,7 +35,7 @@ def members():  # type: ignore[no-untyped-def]
 
 
 # What MembershipSerializer shows, read as rows for list and retrieve answers (gpufleet/api/prefetch.py).
-MEMBER_COLUMNS = ("user__username", "role", "source")
+MEMBER_COLUMNS = row_lookups(MembershipSerializer)
 
 
 class TenantViewSet(TenantIsolationActions, ScopedModelViewSet):

@@ -290,3 +290,25 @@ class CompiledRepresentation:
             check_for_none = attribute.pk if isinstance(attribute, PKOnlyObject) else attribute
             ret[name] = None if check_for_none is None else field.to_representation(attribute)
         return ret
+
+
+def row_lookups(serializer_class: type[CompiledRepresentation]) -> tuple[str, ...]:
+    """The ORM lookups (`"role"`, `"user__username"`) that give every field of a compiled serializer, for
+    reading its rows with `values_list` (gpufleet.api.prefetch.attach_rows) instead of model objects.
+
+    Only for serializers whose every field is a plain column of the model or a column one forward
+    relation away: anything else (a property, a method, a nested serializer) needs the model, and asking
+    for it here is an error rather than a silently different answer.
+    """
+    serializer: Any = serializer_class()
+    model = serializer.Meta.model
+    columns = _column_names(model)
+    lookups = []
+    for field in serializer._readable_fields:
+        attrs = field.source_attrs
+        plain = len(attrs) == 1 and attrs[0] in columns
+        related = len(attrs) == 2 and _forward_path(model, attrs)
+        if isinstance(field, BaseSerializer) or not (plain or related):
+            raise ValueError(f"{serializer_class.__name__}.{field.field_name} is not a column: rows cannot give it")
+        lookups.append("__".join(attrs))
+    return tuple(lookups)
