@@ -9,9 +9,10 @@ import pytest
 from rest_framework import serializers
 
 from billing.api.serializers import InvoiceLineSerializer, InvoiceSerializer, PriceSerializer
-from billing.models import Invoice, Price
+from billing.models import Invoice, InvoiceLine, Price
 from gpufleet import clock
-from gpufleet.api.representation import CompiledRepresentation
+from gpufleet.api.prefetch import as_rows, attach_rows
+from gpufleet.api.representation import CompiledRepresentation, row_lookups
 from scheduling.api.serializers import FlavorSerializer, QuotaSerializer
 from scheduling.models import Flavor, Quota
 from tenants.api.serializers import MemberSerializer, MembershipSerializer, TenantSerializer
@@ -72,3 +73,49 @@ def test_a_missing_relation_takes_the_fields_default() -> None:
     invoice = Invoice.objects.select_related("tenant", "replaces").get(pk=world.invoice().pk)
     assert invoice.replaces is None
     assert InvoiceSerializer(invoice).data["replaces"] is None
+
+
+def _rows_world() -> World:
+    world = _world()
+    # NULL relations in the rows: every line but one adjusts no invoice (checked, the test needs both).
+    assert InvoiceLine.objects.filter(adjusts=None).exists() and InvoiceLine.objects.exclude(adjusts=None).exists()
+    return world
+
+
+@pytest.mark.parametrize("serializer_class,models,rows", [
+    (QuotaSerializer, lambda: Quota.objects.select_related("tenant", "flavor", "cluster").order_by("pk"),
+     lambda: as_rows(Quota.objects.order_by("pk"), row_lookups(QuotaSerializer))),
+    (MembershipSerializer, lambda: Membership.objects.select_related("user").order_by("pk"),
+     lambda: as_rows(Membership.objects.order_by("pk"), row_lookups(MembershipSerializer))),
+    (InvoiceLineSerializer, lambda: InvoiceLine.objects.select_related("adjusts").order_by("pk"),
+     lambda: as_rows(InvoiceLine.objects.order_by("pk"), row_lookups(InvoiceLineSerializer))),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_rows_give_the_models_answer(monkeypatch, serializer_class, models, rows) -> None:
+    """Rows of the columns shown (prefetch.as_rows) serialize exactly as DRF serializes the model objects,
+    NULL relations included (a line that adjusts no invoice: `adjusts_invoice` null)."""
+    _rows_world()
+    expected = _drf(monkeypatch, serializer_class, list(models()))
+    assert expected
+    assert serializer_class(list(rows()), many=True).data == expected
+
+
+@pytest.mark.parametrize("serializer_class,related,child,rows", [
+    (TenantSerializer, "memberships", MembershipSerializer, lambda: Tenant.objects.order_by("pk")),
+    (InvoiceSerializer, "lines", InvoiceLineSerializer,
+     lambda: Invoice.objects.select_related("tenant", "replaces").order_by("pk")),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_attached_rows_give_the_prefetched_answer(monkeypatch, serializer_class, related, child, rows) -> None:
+    """A page with its children attached as rows (prefetch.attach_rows) answers as with prefetched models."""
+    _rows_world()
+    parents = list(rows())
+    expected = _drf(monkeypatch, serializer_class,
+                    list(rows().prefetch_related(f"{related}__{'user' if related == 'memberships' else 'adjusts'}")))
+    model = child.Meta.model
+    attach_rows(parents, related, model.objects.all(), row_lookups(child))
+    assert any(getattr(p, related).all() for p in parents)
+    assert serializer_class(parents, many=True).data == expected
+
+
+def test_rows_refuse_a_serializer_that_needs_the_model() -> None:
+    with pytest.raises(ValueError, match="is not a column"):
+        row_lookups(TenantSerializer)  # namespace, synced (properties), memberships (nested)

@@ -11,10 +11,11 @@ without a query.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.db.models import QuerySet
+from django.db.models.query import ValuesListIterable
 
 
 def attach_children(parents: Sequence[Any], related_name: str, queryset: QuerySet) -> Sequence[Any]:
@@ -41,6 +42,64 @@ def attach_children(parents: Sequence[Any], related_name: str, queryset: QuerySe
     return parents
 
 
+def _row_maker(lookups: Sequence[str], offset: int) -> tuple[list[str], Callable[[Sequence[Any]], Row]]:
+    """(the extra columns to fetch after `lookups`, a function from a fetched row to a Row), for rows
+    whose `lookups` start at index `offset`. A lookup through a relation (`user__username`) fetches the
+    relation's key too, so a NULL relation reads as None on the row, as on a model."""
+    relations = sorted({lookup.split("__", 1)[0] for lookup in lookups if "__" in lookup})
+    if any(lookup.count("__") > 1 for lookup in lookups):
+        raise ValueError("rows follow one relation level")
+    plain = [(lookup, offset + i) for i, lookup in enumerate(lookups) if "__" not in lookup]
+    first_relation = offset + len(lookups)
+    nested = [(name, first_relation + k,
+               [(lookup.split("__", 1)[1], offset + i) for i, lookup in enumerate(lookups)
+                if lookup.split("__", 1)[0] == name and "__" in lookup])
+              for k, name in enumerate(relations)]
+
+    def make(values: Sequence[Any]) -> Row:
+        row = Row()
+        attrs = row.__dict__
+        for name, index in plain:
+            attrs[name] = values[index]
+        for name, key_index, columns in nested:
+            if values[key_index] is None:
+                attrs[name] = None
+            else:
+                related = Row()
+                related.__dict__.update((column, values[index]) for column, index in columns)
+                attrs[name] = related
+        return row
+
+    return relations, make
+
+
+class _RowIterable(ValuesListIterable):
+    """A `values_list` queryset's rows as Row objects (see `as_rows`)."""
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        make = self.queryset._row_maker  # type: ignore[attr-defined]
+        for values in super().__iter__():
+            yield make(values)
+
+
+def as_rows(queryset: QuerySet, lookups: Sequence[str]) -> QuerySet:
+    """`queryset` (scoped, filtered: unchanged) yielding Row objects with `lookups` and `pk` instead of
+    model objects. It stays a queryset: pagination filters, orders and slices it as before (clones keep
+    the row form). For read-only answers whose serializer reads only columns (representation.row_lookups)."""
+    relations, make = _row_maker(lookups, 0)
+    pk_index = len(lookups) + len(relations)
+
+    def with_pk(values: Sequence[Any]) -> Row:
+        row = make(values)
+        row.pk = values[pk_index]
+        return row
+
+    rows = queryset.values_list(*lookups, *relations, "pk")
+    rows._iterable_class = _RowIterable
+    rows._row_maker = with_pk  # type: ignore[attr-defined]
+    return rows
+
+
 def attach_rows(parents: Sequence[Any], related_name: str, queryset: QuerySet,
                 lookups: Sequence[str]) -> Sequence[Any]:
     """`attach_children` for read-only answers: each child is a plain row object carrying only `lookups`
@@ -55,28 +114,12 @@ def attach_rows(parents: Sequence[Any], related_name: str, queryset: QuerySet,
     if not parents:
         return parents
     foreign_key = type(parents[0])._meta.get_field(related_name).field
-    relations = sorted({lookup.split("__", 1)[0] for lookup in lookups if "__" in lookup})
-    # Per lookup: (attribute, nested attribute or None, index in the fetched row).
-    plan = [(*(lookup.split("__", 1) if "__" in lookup else (lookup, None)), i + 1)
-            for i, lookup in enumerate(lookups)]
-    if any(nested is not None and "__" in nested for _, nested, _ in plan):
-        raise ValueError("attach_rows follows one relation level")
-    first_relation = len(lookups) + 1
+    relations, make = _row_maker(lookups, 1)
     by_parent: dict[Any, list[Row]] = defaultdict(list)
     rows = queryset.filter(**{f"{foreign_key.attname}__in": [p.pk for p in parents]}).values_list(
         foreign_key.attname, *lookups, *relations)
     for values in rows:
-        row = Row()
-        related = {name: (None if values[first_relation + k] is None else Row())
-                   for k, name in enumerate(relations)}
-        for attr, nested, index in plan:
-            if nested is None:
-                setattr(row, attr, values[index])
-            elif related[attr] is not None:
-                setattr(related[attr], nested, values[index])
-        for name, value in related.items():
-            setattr(row, name, value)
-        by_parent[values[0]].append(row)
+        by_parent[values[0]].append(make(values))
     for parent in parents:
         holder = QuerySet(model=queryset.model)
         holder._result_cache = by_parent.get(parent.pk, [])
@@ -88,7 +131,7 @@ def attach_rows(parents: Sequence[Any], related_name: str, queryset: QuerySet,
 
 
 class Row:
-    """A child row of `attach_rows`: attributes only."""
+    """A row of `attach_rows` / `as_rows`: attributes only."""
 
     def __repr__(self) -> str:
         return f"Row({vars(self)!r})"
