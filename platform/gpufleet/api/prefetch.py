@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from functools import cache
 from typing import Any
 
 from django.db.models import QuerySet
@@ -74,18 +75,20 @@ def _row_maker(lookups: Sequence[str], offset: int) -> tuple[list[str], Callable
 
 
 class _RowIterable(ValuesListIterable):
-    """A `values_list` queryset's rows as Row objects (see `as_rows`)."""
+    """A `values_list` queryset's rows as Row objects (see `as_rows`); subclassed per column set, since
+    a queryset's clones (filter, order_by, slicing) keep its iterable class and nothing else of ours."""
+
+    make: Callable[[Sequence[Any]], Row]
 
     def __iter__(self):  # type: ignore[no-untyped-def]
-        make = self.queryset._row_maker  # type: ignore[attr-defined]
+        make = self.make
         for values in super().__iter__():
             yield make(values)
 
 
-def as_rows(queryset: QuerySet, lookups: Sequence[str]) -> QuerySet:
-    """`queryset` (scoped, filtered: unchanged) yielding Row objects with `lookups` and `pk` instead of
-    model objects. It stays a queryset: pagination filters, orders and slices it as before (clones keep
-    the row form). For read-only answers whose serializer reads only columns (representation.row_lookups)."""
+@cache
+def _row_iterable(lookups: tuple[str, ...]) -> tuple[type[_RowIterable], tuple[str, ...]]:
+    """(the iterable class, the columns to fetch) of rows with `lookups` and `pk`."""
     relations, make = _row_maker(lookups, 0)
     pk_index = len(lookups) + len(relations)
 
@@ -94,9 +97,17 @@ def as_rows(queryset: QuerySet, lookups: Sequence[str]) -> QuerySet:
         row.pk = values[pk_index]
         return row
 
-    rows = queryset.values_list(*lookups, *relations, "pk")
-    rows._iterable_class = _RowIterable
-    rows._row_maker = with_pk  # type: ignore[attr-defined]
+    iterable = type("RowIterable", (_RowIterable,), {"make": staticmethod(with_pk)})
+    return iterable, (*lookups, *relations, "pk")
+
+
+def as_rows(queryset: QuerySet, lookups: Sequence[str]) -> QuerySet:
+    """`queryset` (scoped, filtered: unchanged) yielding Row objects with `lookups` and `pk` instead of
+    model objects. It stays a queryset: pagination filters, orders and slices it as before (clones keep
+    the row form). For read-only answers whose serializer reads only columns (representation.row_lookups)."""
+    iterable, columns = _row_iterable(tuple(lookups))
+    rows = queryset.values_list(*columns)
+    rows._iterable_class = iterable
     return rows
 
 
