@@ -16,6 +16,7 @@ from gpufleet.api.representation import CompiledRepresentation, row_lookups
 from scheduling.api.serializers import FlavorSerializer, QuotaSerializer
 from scheduling.models import Flavor, Quota
 from tenants.api.serializers import MemberSerializer, MembershipSerializer, TenantSerializer
+from tenants.api.views import member_rows
 from tenants.models import Membership, Tenant
 
 from .test_query_counts import World
@@ -105,19 +106,21 @@ def test_rows_give_the_models_answer(monkeypatch, serializer_class, models, rows
     assert serializer_class(list(rows()), many=True).data == expected
 
 
-@pytest.mark.parametrize("serializer_class,related,child,rows", [
-    (TenantSerializer, "memberships", MembershipSerializer, lambda: Tenant.objects.order_by("pk")),
+@pytest.mark.parametrize("serializer_class,related,child,rows,children", [
+    (TenantSerializer, "memberships", MembershipSerializer, lambda: Tenant.objects.order_by("pk"), member_rows),
     (InvoiceSerializer, "lines", InvoiceLineSerializer,
-     lambda: Invoice.objects.select_related("tenant", "replaces").order_by("pk")),
+     lambda: Invoice.objects.select_related("tenant", "replaces").order_by("pk"), InvoiceLine.objects.all),
 ], ids=lambda v: getattr(v, "__name__", ""))
-def test_attached_rows_give_the_prefetched_answer(monkeypatch, serializer_class, related, child, rows) -> None:
-    """A page with its children attached as rows (prefetch.attach_rows) answers as with prefetched models."""
-    _rows_world()
+def test_attached_rows_give_the_prefetched_answer(monkeypatch, serializer_class, related, child, rows,
+                                                  children) -> None:
+    """A page with its children attached as rows (prefetch.attach_rows, with the children's queryset the
+    views use) answers as with prefetched models, in the model's order."""
+    world = _rows_world()
+    world.members(world.tenant, 2)  # 5 members: their order shows
     parents = list(rows())
     expected = _drf(monkeypatch, serializer_class,
                     list(rows().prefetch_related(f"{related}__{'user' if related == 'memberships' else 'adjusts'}")))
-    model = child.Meta.model
-    attach_rows(parents, related, model.objects.all(), row_lookups(child))
+    attach_rows(parents, related, children(), row_lookups(child))
     assert any(getattr(p, related).all() for p in parents)
     assert serializer_class(parents, many=True).data == expected
 
