@@ -48,6 +48,11 @@ def _lines():  # type: ignore[no-untyped-def]
     return InvoiceLine.objects.select_related("adjusts")
 
 
+# The invoice columns InvoiceSerializer shows (`period` through `period_label`); the relations' columns
+# are named where the queryset is narrowed.
+INVOICE_READ_COLUMNS = ("id", "number", "tenant", "period", "currency", "state", "subtotal", "total",
+                        "opencost_cost", "opencost_gpu_hours", "content_hash", "replaces", "drafted_at",
+                        "finalized_at", "voided_at", "void_reason")
 # What InvoiceLineSerializer shows, read as rows for list and retrieve answers (gpufleet/api/prefetch.py).
 LINE_COLUMNS = row_lookups(InvoiceLineSerializer)
 
@@ -72,8 +77,9 @@ class InvoiceViewSet(ScopedReadOnlyViewSet):
         if self.action not in ("list", "retrieve"):  # those attach line rows (above)
             qs = qs.prefetch_related(Prefetch("lines", queryset=_lines()))
         if self.action in ("list", "retrieve"):
-            # An invoice shows its tenant's slug, not the tenant's JSON columns (benchmarks/README.md, "API").
-            qs = qs.defer("tenant__conditions", "tenant__applied_objects")
+            # An invoice shows its tenant's slug and the replaced invoice's number, not those rows' other
+            # columns (the tenant's JSON, its dates: benchmarks/README.md, "API").
+            qs = qs.only(*INVOICE_READ_COLUMNS, "tenant__slug", "replaces__number")
         params = self.request.query_params
         if params.get("period"):
             qs = qs.filter(period=_period(params["period"]))

@@ -121,8 +121,24 @@ def _plan_key() -> tuple[Any, ...]:
     return (timezone.get_current_timezone(), context.prec, context.rounding, context.Emax, context.Emin)
 
 
+def _choice(field: f.ChoiceField) -> Callable[[Any], Any]:
+    """ChoiceField.to_representation for a plain string as loaded from the database (enum members and
+    anything else: the field's own method)."""
+    choices = field.choice_strings_to_values
+    slow = field.to_representation
+
+    def represent(value: Any) -> Any:
+        if type(value) is not str or value == "":
+            return slow(value)
+        return choices.get(value, value)
+
+    return represent
+
+
 def _converter(field: f.Field) -> Callable[[Any], Any]:
     kind = type(field)
+    if kind is f.ChoiceField:
+        return _choice(field)  # type: ignore[arg-type]
     if kind is f.DateTimeField:
         return _datetime(field)  # type: ignore[arg-type]
     if kind is f.DecimalField:
