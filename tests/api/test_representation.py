@@ -128,3 +128,16 @@ def test_attached_rows_give_the_prefetched_answer(monkeypatch, serializer_class,
 def test_rows_refuse_a_serializer_that_needs_the_model() -> None:
     with pytest.raises(ValueError, match="is not a column"):
         row_lookups(TenantSerializer)  # namespace, synced (properties), memberships (nested)
+
+
+def test_a_partial_serializer_keeps_drfs_rules(monkeypatch) -> None:
+    """Under `partial=True` DRF skips a default instead of answering it: such a serializer gets its own
+    plan (never the shared one, whose missing relations answer the default)."""
+    world = _world()
+    invoice = Invoice.objects.select_related("tenant", "replaces").get(pk=world.invoice().pk)
+    InvoiceSerializer(invoice).data  # a shared plan exists first
+    with monkeypatch.context() as patched:
+        patched.setattr(CompiledRepresentation, "to_representation", serializers.Serializer.to_representation)
+        expected = InvoiceSerializer(invoice, partial=True).data
+    assert "replaces" not in expected
+    assert InvoiceSerializer(invoice, partial=True).data == expected

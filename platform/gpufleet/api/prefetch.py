@@ -131,8 +131,11 @@ def attach_rows(parents: Sequence[Any], related_name: str, queryset: QuerySet,
         foreign_key.attname, *lookups, *relations)
     for values in rows:
         by_parent[values[0]].append(make(values))
+    # One (empty) query for all the holders: a holder is only read (its rows are cached), and any
+    # filter on it clones the query first.
+    shared = QuerySet(model=queryset.model).query
     for parent in parents:
-        holder = QuerySet(model=queryset.model)
+        holder = QuerySet(model=queryset.model, query=shared)
         holder._result_cache = by_parent.get(parent.pk, [])
         holder._prefetch_done = True
         if not hasattr(parent, "_prefetched_objects_cache"):

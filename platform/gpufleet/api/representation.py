@@ -168,6 +168,20 @@ def _forward_path(model: Any, attrs: list[str]) -> bool:
 Plan = list[tuple[str, Callable[[Any], Any] | None, Callable[[Any], Any] | None, Any]]
 
 
+def _forward_or_none(attrs: list[str]) -> Callable[[Any], Any]:
+    """`tenant.slug`, None when a relation on the way is None (for fields whose default is None)."""
+    *relations, column = attrs
+
+    def get(instance: Any) -> Any:
+        for relation in relations:
+            instance = getattr(instance, relation)
+            if instance is None:
+                return None
+        return getattr(instance, column)
+
+    return get
+
+
 def _is_property(model: Any, attr: str) -> bool:
     return isinstance(inspect.getattr_static(model, attr, None), property | cached_property)
 
@@ -227,12 +241,16 @@ class CompiledRepresentation:
             cls._plans_shareable = decided  # type: ignore[attr-defined]
         return decided  # type: ignore[no-any-return]
 
+    def _partial(self) -> bool:
+        return bool(getattr(self.root, "partial", False))  # type: ignore[attr-defined]
+
     def _compiled(self) -> Plan:
         plan = self.__dict__.get("_representation_plan")
         if plan is not None:
             return plan  # type: ignore[no-any-return]
         cls = type(self)
-        if cls.__dict__.get("_plans_shareable") is not False:
+        # A partial serializer's defaults differ (DRF skips them): its own plan, never a shared one.
+        if cls.__dict__.get("_plans_shareable") is not False and not self._partial():
             plans = cls.__dict__.get("_shared_plans")
             key = _plan_key()
             plan = plans.get(key) if plans is not None else None
@@ -265,8 +283,11 @@ class CompiledRepresentation:
             elif len(attrs) > 1 and not isinstance(field, BaseSerializer) and _forward_path(
                     self.Meta.model, attrs):  # type: ignore[attr-defined]
                 # `tenant.slug`: read through the (selected) relation; a missing relation (None on the
-                # way) takes DRF's path below, which applies the field's default / null rules.
-                plan.append((field.field_name, attrgetter(".".join(attrs)), _converter(field), field))
+                # way) takes DRF's path below, which applies the field's default / null rules -- except
+                # for `default=None` outside a partial serializer, where DRF's answer is None.
+                getter = (_forward_or_none(attrs) if field.default is None and not self._partial()
+                          else attrgetter(".".join(attrs)))
+                plan.append((field.field_name, getter, _converter(field), field))
             elif len(attrs) == 1 and not isinstance(field, BaseSerializer) and _is_property(
                     self.Meta.model, attrs[0]):  # type: ignore[attr-defined]
                 # `namespace`, `is_synced`: a property read directly; DRF's path if it raises or returns a
