@@ -12,8 +12,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from gpufleet.accounts.roles import is_platform_admin
-from gpufleet.api.prefetch import attach_rows
-from gpufleet.api.representation import row_lookups
+from gpufleet.api.prefetch import as_rows, attach_rows
+from gpufleet.api.representation import model_rows, row_lookups
 from gpufleet.api.viewsets import ScopedModelViewSet
 
 from .. import actions
@@ -36,6 +36,7 @@ def members():  # type: ignore[no-untyped-def]
 
 # What MembershipSerializer shows, read as rows for list and retrieve answers (gpufleet/api/prefetch.py).
 MEMBER_COLUMNS = row_lookups(MembershipSerializer)
+TENANT_ROWS = model_rows(TenantSerializer)
 
 
 def member_rows():  # type: ignore[no-untyped-def]
@@ -52,6 +53,9 @@ class TenantViewSet(TenantIsolationActions, ScopedModelViewSet):
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
         qs = super().get_queryset()
+        if self.action == "list":
+            # A page of rows, not Tenant objects (gpufleet/api/prefetch.py), with their members attached.
+            qs = as_rows(qs, *TENANT_ROWS)
         if self.action not in ("list", "retrieve"):  # those attach member rows (below)
             qs = qs.prefetch_related(Prefetch("memberships", queryset=members()))
         params = self.request.query_params
@@ -63,7 +67,8 @@ class TenantViewSet(TenantIsolationActions, ScopedModelViewSet):
 
     def paginate_queryset(self, queryset):  # type: ignore[no-untyped-def]
         page = super().paginate_queryset(queryset)
-        return page if page is None else attach_rows(page, "memberships", member_rows(), MEMBER_COLUMNS)
+        return page if page is None else attach_rows(page, "memberships", member_rows(), MEMBER_COLUMNS,
+                                                     parent_model=Tenant)
 
     def get_object(self) -> Tenant:
         tenant = super().get_object()

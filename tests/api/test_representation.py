@@ -12,7 +12,7 @@ from billing.api.serializers import InvoiceLineSerializer, InvoiceSerializer, Pr
 from billing.models import Invoice, InvoiceLine, Price
 from gpufleet import clock
 from gpufleet.api.prefetch import as_rows, attach_rows
-from gpufleet.api.representation import CompiledRepresentation, row_lookups
+from gpufleet.api.representation import CompiledRepresentation, model_rows, row_lookups
 from scheduling.api.serializers import FlavorSerializer, QuotaSerializer
 from scheduling.models import Flavor, Quota
 from tenants.api.serializers import MemberSerializer, MembershipSerializer, TenantSerializer
@@ -141,3 +141,17 @@ def test_a_partial_serializer_keeps_drfs_rules(monkeypatch) -> None:
         expected = InvoiceSerializer(invoice, partial=True).data
     assert "replaces" not in expected
     assert InvoiceSerializer(invoice, partial=True).data == expected
+
+
+def test_tenant_rows_with_attached_members_give_the_models_answer(monkeypatch) -> None:
+    """The tenant list's page: rows of every column with the model's properties (model_rows), members
+    attached as rows -- exactly DRF's answer on Tenant objects with prefetched memberships."""
+    world = _rows_world()
+    world.members(world.tenant, 2)
+    expected = _drf(monkeypatch, TenantSerializer,
+                    list(Tenant.objects.order_by("pk").prefetch_related("memberships__user")))
+    lookups, row_class = model_rows(TenantSerializer)
+    page = list(as_rows(Tenant.objects.all(), lookups, row_class).filter(pk__gt=0).order_by("pk")[:100])
+    attach_rows(page, "memberships", member_rows(), row_lookups(MembershipSerializer), parent_model=Tenant)
+    assert any(row._prefetched_objects_cache["memberships"] for row in page)
+    assert TenantSerializer(page, many=True).data == expected

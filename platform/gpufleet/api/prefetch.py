@@ -43,7 +43,8 @@ def attach_children(parents: Sequence[Any], related_name: str, queryset: QuerySe
     return parents
 
 
-def _row_maker(lookups: Sequence[str], offset: int) -> tuple[list[str], Callable[[Sequence[Any]], Row]]:
+def _row_maker(lookups: Sequence[str], offset: int,
+               row_class: type[Row] | None = None) -> tuple[list[str], Callable[[Sequence[Any]], Row]]:
     """(the extra columns to fetch after `lookups`, a function from a fetched row to a Row), for rows
     whose `lookups` start at index `offset`. A lookup through a relation (`user__username`) fetches the
     relation's key too, so a NULL relation reads as None on the row, as on a model."""
@@ -57,8 +58,10 @@ def _row_maker(lookups: Sequence[str], offset: int) -> tuple[list[str], Callable
                 if lookup.split("__", 1)[0] == name and "__" in lookup])
               for k, name in enumerate(relations)]
 
+    new = row_class or Row
+
     def make(values: Sequence[Any]) -> Row:
-        row = Row()
+        row = new()
         attrs = row.__dict__
         for name, index in plain:
             attrs[name] = values[index]
@@ -87,9 +90,9 @@ class _RowIterable(ValuesListIterable):
 
 
 @cache
-def _row_iterable(lookups: tuple[str, ...]) -> tuple[type[_RowIterable], tuple[str, ...]]:
+def _row_iterable(lookups: tuple[str, ...], row_class: type[Row] | None) -> tuple[type[_RowIterable], tuple[str, ...]]:
     """(the iterable class, the columns to fetch) of rows with `lookups` and `pk`."""
-    relations, make = _row_maker(lookups, 0)
+    relations, make = _row_maker(lookups, 0, row_class)
     pk_index = len(lookups) + len(relations)
 
     def with_pk(values: Sequence[Any]) -> Row:
@@ -101,18 +104,19 @@ def _row_iterable(lookups: tuple[str, ...]) -> tuple[type[_RowIterable], tuple[s
     return iterable, (*lookups, *relations, "pk")
 
 
-def as_rows(queryset: QuerySet, lookups: Sequence[str]) -> QuerySet:
+def as_rows(queryset: QuerySet, lookups: Sequence[str], row_class: type[Row] | None = None) -> QuerySet:
     """`queryset` (scoped, filtered: unchanged) yielding Row objects with `lookups` and `pk` instead of
     model objects. It stays a queryset: pagination filters, orders and slices it as before (clones keep
-    the row form). For read-only answers whose serializer reads only columns (representation.row_lookups)."""
-    iterable, columns = _row_iterable(tuple(lookups))
+    the row form). For read-only answers whose serializer reads only columns (representation.row_lookups),
+    or, with `row_class`, every column and the model's properties it shows (representation.model_rows)."""
+    iterable, columns = _row_iterable(tuple(lookups), row_class)
     rows = queryset.values_list(*columns)
     rows._iterable_class = iterable
     return rows
 
 
 def attach_rows(parents: Sequence[Any], related_name: str, queryset: QuerySet,
-                lookups: Sequence[str]) -> Sequence[Any]:
+                lookups: Sequence[str], parent_model: Any = None) -> Sequence[Any]:
     """`attach_children` for read-only answers: each child is a plain row object carrying only `lookups`
     (`"role"`, or `"user__username"`, read back as `row.user.username`), not a model instance.
 
@@ -124,7 +128,8 @@ def attach_rows(parents: Sequence[Any], related_name: str, queryset: QuerySet,
     """
     if not parents:
         return parents
-    foreign_key = type(parents[0])._meta.get_field(related_name).field
+    # Parents may be rows themselves (as_rows): then their model is named.
+    foreign_key = (parent_model or type(parents[0]))._meta.get_field(related_name).field
     relations, make = _row_maker(lookups, 1)
     by_parent: dict[Any, list[Row]] = defaultdict(list)
     rows = queryset.filter(**{f"{foreign_key.attname}__in": [p.pk for p in parents]}).values_list(

@@ -349,3 +349,36 @@ def row_lookups(serializer_class: type[CompiledRepresentation]) -> tuple[str, ..
             raise ValueError(f"{serializer_class.__name__}.{field.field_name} is not a column: rows cannot give it")
         lookups.append("__".join(attrs))
     return tuple(lookups)
+
+
+def model_rows(serializer_class: type[CompiledRepresentation]) -> tuple[tuple[str, ...], type]:
+    """(lookups, row class) for reading a compiled serializer's rows without model objects when it also
+    shows properties of the model (`namespace`) or nested lists the caller attaches (prefetch.attach_rows):
+    every column of the model is fetched, as for a model object, and the row class carries the model's
+    own property objects for the properties the serializer reads, so they compute from the same columns.
+    Anything else (a method, a non-column path) is refused.
+    """
+    from .prefetch import Row
+
+    serializer: Any = serializer_class()
+    model = serializer.Meta.model
+    columns = _column_names(model)
+    lookups = [f.attname for f in model._meta.concrete_fields if not f.is_relation]
+    lookups += [f.attname for f in model._meta.concrete_fields if f.is_relation]
+    properties = {}
+    for field in serializer._readable_fields:
+        attrs = field.source_attrs
+        if isinstance(field, ListSerializer) and len(attrs) == 1 and _reverse_cache_name(model, attrs[0]):
+            continue  # attached by the caller
+        if isinstance(field, BaseSerializer):
+            raise ValueError(f"{serializer_class.__name__}.{field.field_name}: a nested serializer rows cannot give")
+        if len(attrs) == 1 and attrs[0] in columns:
+            continue
+        if len(attrs) == 1 and _is_property(model, attrs[0]):
+            properties[attrs[0]] = inspect.getattr_static(model, attrs[0])
+            continue
+        if len(attrs) == 2 and _forward_path(model, attrs):
+            lookups.append("__".join(attrs))
+            continue
+        raise ValueError(f"{serializer_class.__name__}.{field.field_name} is not a column: rows cannot give it")
+    return tuple(lookups), type(f"{model.__name__}Row", (Row,), properties)
