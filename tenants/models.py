@@ -32,14 +32,19 @@ LIVE_PHASES = {Phase.APPROVED, Phase.PROVISIONING, Phase.READY, Phase.SUSPENDED,
 FINAL_PHASES = {Phase.DELETED, Phase.REJECTED}
 
 
+def sees_every_tenant(user: Any) -> bool:
+    """Platform and billing admins see every tenant (and every row that belongs to one)."""
+    from gpufleet.accounts.roles import is_billing_admin, is_platform_admin
+
+    return user is not None and user.is_authenticated and (is_platform_admin(user) or is_billing_admin(user))
+
+
 class TenantQuerySet(models.QuerySet):
     def for_user(self, user: Any) -> TenantQuerySet:
         """What the caller may see: platform admins see every tenant, others their memberships."""
-        from gpufleet.accounts.roles import is_billing_admin, is_platform_admin
-
         if user is None or not user.is_authenticated:
             return self.none()
-        if is_platform_admin(user) or is_billing_admin(user):
+        if sees_every_tenant(user):
             return self
         return self.filter(memberships__user=user).distinct()
 

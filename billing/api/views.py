@@ -18,7 +18,8 @@ from rest_framework.views import APIView
 
 from gpufleet.accounts.roles import is_billing_admin
 from gpufleet.api.permissions import IsBillingAdmin
-from gpufleet.api.prefetch import attach_children
+from gpufleet.api.prefetch import attach_rows
+from gpufleet.api.representation import row_lookups
 from gpufleet.api.viewsets import ScopedReadOnlyViewSet
 from infra.errors import PermanentError, TransientError
 from tenants.errors import ActionError
@@ -28,7 +29,14 @@ from .. import actions, exports, opencost_source, reconciliation
 from ..models import Invoice, InvoiceLine, Price, UsageRecord
 from ..periods import parse_period, period_bounds
 from ..usage_view import daily_usage
-from .serializers import DraftSerializer, InvoiceSerializer, PriceSerializer, PriceSetSerializer, VoidSerializer
+from .serializers import (
+    DraftSerializer,
+    InvoiceLineSerializer,
+    InvoiceSerializer,
+    PriceSerializer,
+    PriceSetSerializer,
+    VoidSerializer,
+)
 
 
 def _require_billing_admin(request: Request) -> None:
@@ -40,6 +48,15 @@ def _lines():  # type: ignore[no-untyped-def]
     return InvoiceLine.objects.select_related("adjusts")
 
 
+# The invoice columns InvoiceSerializer shows (`period` through `period_label`); the relations' columns
+# are named where the queryset is narrowed.
+INVOICE_READ_COLUMNS = ("id", "number", "tenant", "period", "currency", "state", "subtotal", "total",
+                        "opencost_cost", "opencost_gpu_hours", "content_hash", "replaces", "drafted_at",
+                        "finalized_at", "voided_at", "void_reason")
+# What InvoiceLineSerializer shows, read as rows for list and retrieve answers (gpufleet/api/prefetch.py).
+LINE_COLUMNS = row_lookups(InvoiceLineSerializer)
+
+
 class InvoiceViewSet(ScopedReadOnlyViewSet):
     queryset = Invoice.objects.select_related("tenant", "replaces")
     serializer_class = InvoiceSerializer
@@ -47,15 +64,22 @@ class InvoiceViewSet(ScopedReadOnlyViewSet):
     def paginate_queryset(self, queryset):  # type: ignore[no-untyped-def]
         # The page's lines in one query, without a queryset clone per invoice (gpufleet/api/prefetch.py).
         page = super().paginate_queryset(queryset)
-        return page if page is None else attach_children(page, "lines", _lines())
+        return page if page is None else attach_rows(page, "lines", InvoiceLine.objects.all(), LINE_COLUMNS)
+
+    def get_object(self) -> Invoice:
+        invoice = super().get_object()
+        if self.action == "retrieve":
+            attach_rows([invoice], "lines", InvoiceLine.objects.all(), LINE_COLUMNS)
+        return invoice
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
         qs = super().get_queryset()
-        if self.action != "list":  # a list attaches the lines of its page (paginate_queryset)
+        if self.action not in ("list", "retrieve"):  # those attach line rows (above)
             qs = qs.prefetch_related(Prefetch("lines", queryset=_lines()))
         if self.action in ("list", "retrieve"):
-            # An invoice shows its tenant's slug, not the tenant's JSON columns (benchmarks/README.md, "API").
-            qs = qs.defer("tenant__conditions", "tenant__applied_objects")
+            # An invoice shows its tenant's slug and the replaced invoice's number, not those rows' other
+            # columns (the tenant's JSON, its dates: benchmarks/README.md, "API").
+            qs = qs.only(*INVOICE_READ_COLUMNS, "tenant__slug", "replaces__number")
         params = self.request.query_params
         if params.get("period"):
             qs = qs.filter(period=_period(params["period"]))

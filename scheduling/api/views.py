@@ -15,6 +15,8 @@ from rest_framework.response import Response
 from rest_framework.serializers import Serializer
 
 from gpufleet.accounts.roles import is_platform_admin
+from gpufleet.api.prefetch import as_rows
+from gpufleet.api.representation import row_lookups
 from gpufleet.api.viewsets import ScopedReadOnlyViewSet, ScopedViewSetMixin
 from tenants.models import Tenant, can_manage
 
@@ -96,6 +98,7 @@ def by_tenant(qs: Any, request: Request, **names: str) -> Any:
     return qs
 
 
+QUOTA_ROW = row_lookups(s.QuotaSerializer)
 READ_COLUMNS = ("id", "tenant_id", "flavor_id", "cluster_id", "nominal", "borrowing_limit", "lending_limit", "updated")
 TENANT_FILTER = OpenApiParameter("tenant", OpenApiTypes.STR, description="tenant slug")
 
@@ -112,7 +115,10 @@ class QuotaViewSet(TenantWriteMixin, mixins.CreateModelMixin, mixins.DestroyMode
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
         qs = by_tenant(super().get_queryset(), self.request, flavor="flavor__name", cluster="cluster__name")
-        if self.action in ("list", "retrieve"):
+        if self.action == "list":
+            # A page of rows with just the columns shown, not model objects (gpufleet/api/prefetch.py).
+            return as_rows(qs, QUOTA_ROW)
+        if self.action == "retrieve":
             # Reads show the tenant's slug, the flavor's and the cluster's name: not their JSON columns
             # (conditions, applied objects, labels, taints), which were most of a page's decoding
             # (benchmarks/README.md).

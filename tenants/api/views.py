@@ -12,19 +12,38 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from gpufleet.accounts.roles import is_platform_admin
-from gpufleet.api.prefetch import attach_children
+from gpufleet.api.prefetch import as_rows, attach_rows
+from gpufleet.api.representation import model_rows, row_lookups
 from gpufleet.api.viewsets import ScopedModelViewSet
 
 from .. import actions
 from ..isolation.api import TenantIsolationActions
 from ..models import Membership, Tenant, can_manage
-from .serializers import RejectSerializer, TenantCreateSerializer, TenantSerializer, TenantUpdateSerializer
+from .serializers import (
+    MembershipSerializer,
+    RejectSerializer,
+    TenantCreateSerializer,
+    TenantSerializer,
+    TenantUpdateSerializer,
+)
 
 
 def members():  # type: ignore[no-untyped-def]
     """Memberships with the columns the API shows, not whole User rows (password hash, dates...)."""
     return Membership.objects.select_related("user").only(
         "id", "tenant_id", "user_id", "role", "source", "user__id", "user__username")
+
+
+# What MembershipSerializer shows, read as rows for list and retrieve answers (gpufleet/api/prefetch.py).
+MEMBER_COLUMNS = row_lookups(MembershipSerializer)
+TENANT_ROWS = model_rows(TenantSerializer)
+
+
+def member_rows():  # type: ignore[no-untyped-def]
+    """Memberships in the model's order (tenant slug, username) as seen within one tenant: by username.
+    Rows are grouped by tenant in Python, so sorting by slug only cost a join with every tenant (and a
+    hash of all of them) per page. tests/api/test_representation.py compares it with the model's order."""
+    return Membership.objects.order_by("user__username")
 
 
 class TenantViewSet(TenantIsolationActions, ScopedModelViewSet):
@@ -34,7 +53,10 @@ class TenantViewSet(TenantIsolationActions, ScopedModelViewSet):
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
         qs = super().get_queryset()
-        if self.action != "list":  # a list attaches the members of its page (paginate_queryset)
+        if self.action == "list":
+            # A page of rows, not Tenant objects (gpufleet/api/prefetch.py), with their members attached.
+            qs = as_rows(qs, *TENANT_ROWS)
+        if self.action not in ("list", "retrieve"):  # those attach member rows (below)
             qs = qs.prefetch_related(Prefetch("memberships", queryset=members()))
         params = self.request.query_params
         if params.get("slug"):
@@ -45,7 +67,14 @@ class TenantViewSet(TenantIsolationActions, ScopedModelViewSet):
 
     def paginate_queryset(self, queryset):  # type: ignore[no-untyped-def]
         page = super().paginate_queryset(queryset)
-        return page if page is None else attach_children(page, "memberships", members())
+        return page if page is None else attach_rows(page, "memberships", member_rows(), MEMBER_COLUMNS,
+                                                     parent_model=Tenant)
+
+    def get_object(self) -> Tenant:
+        tenant = super().get_object()
+        if self.action == "retrieve":
+            attach_rows([tenant], "memberships", member_rows(), MEMBER_COLUMNS)
+        return tenant
 
     @extend_schema(parameters=[OpenApiParameter("slug", OpenApiTypes.STR), OpenApiParameter("phase", OpenApiTypes.STR)])
     def list(self, request: Request, *args: object, **kwargs: object) -> Response:

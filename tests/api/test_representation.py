@@ -9,12 +9,14 @@ import pytest
 from rest_framework import serializers
 
 from billing.api.serializers import InvoiceLineSerializer, InvoiceSerializer, PriceSerializer
-from billing.models import Invoice, Price
+from billing.models import Invoice, InvoiceLine, Price
 from gpufleet import clock
-from gpufleet.api.representation import CompiledRepresentation
+from gpufleet.api.prefetch import as_rows, attach_rows
+from gpufleet.api.representation import CompiledRepresentation, model_rows, row_lookups
 from scheduling.api.serializers import FlavorSerializer, QuotaSerializer
 from scheduling.models import Flavor, Quota
 from tenants.api.serializers import MemberSerializer, MembershipSerializer, TenantSerializer
+from tenants.api.views import member_rows
 from tenants.models import Membership, Tenant
 
 from .test_query_counts import World
@@ -72,3 +74,84 @@ def test_a_missing_relation_takes_the_fields_default() -> None:
     invoice = Invoice.objects.select_related("tenant", "replaces").get(pk=world.invoice().pk)
     assert invoice.replaces is None
     assert InvoiceSerializer(invoice).data["replaces"] is None
+
+
+def _paged(queryset, serializer_class):  # type: ignore[no-untyped-def]
+    """Rows as a cursor page gets them: the clones of filter, order_by and slicing."""
+    return as_rows(queryset, row_lookups(serializer_class)).filter(pk__gt=0).order_by("pk")[:100]
+
+
+def _rows_world() -> World:
+    world = _world()
+    # NULL relations in the rows: every line but one adjusts no invoice (checked, the test needs both).
+    assert InvoiceLine.objects.filter(adjusts=None).exists() and InvoiceLine.objects.exclude(adjusts=None).exists()
+    return world
+
+
+@pytest.mark.parametrize("serializer_class,models,rows", [
+    (QuotaSerializer, lambda: Quota.objects.select_related("tenant", "flavor", "cluster").order_by("pk"),
+     lambda: _paged(Quota.objects.all(), QuotaSerializer)),
+    (MembershipSerializer, lambda: Membership.objects.select_related("user").order_by("pk"),
+     lambda: _paged(Membership.objects.all(), MembershipSerializer)),
+    (InvoiceLineSerializer, lambda: InvoiceLine.objects.select_related("adjusts").order_by("pk"),
+     lambda: _paged(InvoiceLine.objects.all(), InvoiceLineSerializer)),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_rows_give_the_models_answer(monkeypatch, serializer_class, models, rows) -> None:
+    """Rows of the columns shown (prefetch.as_rows) serialize exactly as DRF serializes the model objects,
+    NULL relations included (a line that adjusts no invoice: `adjusts_invoice` null), and after the
+    clones pagination makes (filter, order_by, slicing)."""
+    _rows_world()
+    expected = _drf(monkeypatch, serializer_class, list(models()))
+    assert expected
+    assert serializer_class(list(rows()), many=True).data == expected
+
+
+@pytest.mark.parametrize("serializer_class,related,child,rows,children", [
+    (TenantSerializer, "memberships", MembershipSerializer, lambda: Tenant.objects.order_by("pk"), member_rows),
+    (InvoiceSerializer, "lines", InvoiceLineSerializer,
+     lambda: Invoice.objects.select_related("tenant", "replaces").order_by("pk"), InvoiceLine.objects.all),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_attached_rows_give_the_prefetched_answer(monkeypatch, serializer_class, related, child, rows,
+                                                  children) -> None:
+    """A page with its children attached as rows (prefetch.attach_rows, with the children's queryset the
+    views use) answers as with prefetched models, in the model's order."""
+    world = _rows_world()
+    world.members(world.tenant, 2)  # 5 members: their order shows
+    parents = list(rows())
+    expected = _drf(monkeypatch, serializer_class,
+                    list(rows().prefetch_related(f"{related}__{'user' if related == 'memberships' else 'adjusts'}")))
+    attach_rows(parents, related, children(), row_lookups(child))
+    assert any(getattr(p, related).all() for p in parents)
+    assert serializer_class(parents, many=True).data == expected
+
+
+def test_rows_refuse_a_serializer_that_needs_the_model() -> None:
+    with pytest.raises(ValueError, match="is not a column"):
+        row_lookups(TenantSerializer)  # namespace, synced (properties), memberships (nested)
+
+
+def test_a_partial_serializer_keeps_drfs_rules(monkeypatch) -> None:
+    """Under `partial=True` DRF skips a default instead of answering it: such a serializer gets its own
+    plan (never the shared one, whose missing relations answer the default)."""
+    world = _world()
+    invoice = Invoice.objects.select_related("tenant", "replaces").get(pk=world.invoice().pk)
+    InvoiceSerializer(invoice).data  # a shared plan exists first
+    with monkeypatch.context() as patched:
+        patched.setattr(CompiledRepresentation, "to_representation", serializers.Serializer.to_representation)
+        expected = InvoiceSerializer(invoice, partial=True).data
+    assert "replaces" not in expected
+    assert InvoiceSerializer(invoice, partial=True).data == expected
+
+
+def test_tenant_rows_with_attached_members_give_the_models_answer(monkeypatch) -> None:
+    """The tenant list's page: rows of every column with the model's properties (model_rows), members
+    attached as rows -- exactly DRF's answer on Tenant objects with prefetched memberships."""
+    world = _rows_world()
+    world.members(world.tenant, 2)
+    expected = _drf(monkeypatch, TenantSerializer,
+                    list(Tenant.objects.order_by("pk").prefetch_related("memberships__user")))
+    lookups, row_class = model_rows(TenantSerializer)
+    page = list(as_rows(Tenant.objects.all(), lookups, row_class).filter(pk__gt=0).order_by("pk")[:100])
+    attach_rows(page, "memberships", member_rows(), row_lookups(MembershipSerializer), parent_model=Tenant)
+    assert any(row._prefetched_objects_cache["memberships"] for row in page)
+    assert TenantSerializer(page, many=True).data == expected

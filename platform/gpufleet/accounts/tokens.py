@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
+from functools import cache
+from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.db.models import Exists, OuterRef
+from django.db import connections, router
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
@@ -18,8 +21,52 @@ from .roles import PLATFORM_ROLES, remember_roles
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
-def _role_flag(role: str) -> str:
-    return "has_role_" + role.replace("-", "_")
+@cache
+def _lookup_sql() -> tuple[str, list[str], list[str]]:
+    """One statement for the whole lookup: the active token with that digest, its user (every column,
+    as `select_related` loaded it) and an EXISTS per platform role.
+
+    Written once from the models' metadata rather than through the ORM per request: building and
+    compiling that queryset (joins, the Q of `active()`, two annotated subqueries) cost more CPU than the
+    rest of a small API read (benchmarks/README.md, "API"). Same rows as `ApiToken.objects.active()`:
+    not revoked, not expired at `now`.
+    """
+    # Only identifiers from the models' metadata go into the text; every value is a parameter.
+    user_model = get_user_model()
+    token_cols = [f.attname for f in ApiToken._meta.concrete_fields]
+    user_cols = [f.attname for f in user_model._meta.concrete_fields]
+    membership = user_model._meta.get_field("groups").remote_field.through._meta
+    member_user = membership.get_field("user").column
+    member_group = membership.get_field("group").column
+    role = (f'EXISTS (SELECT 1 FROM "{membership.db_table}" ug JOIN "{Group._meta.db_table}" g '  # noqa: S608
+            f'ON g."{Group._meta.pk.column}" = ug."{member_group}" '
+            f'WHERE ug."{member_user}" = u."{user_model._meta.pk.column}" AND g."name" = %s)')
+    columns = ([f't."{ApiToken._meta.get_field(a).column}"' for a in token_cols]
+               + [f'u."{user_model._meta.get_field(a).column}"' for a in user_cols]
+               + [role] * len(PLATFORM_ROLES))
+    user_fk = ApiToken._meta.get_field("user").column
+    sql = (f'SELECT {", ".join(columns)} FROM "{ApiToken._meta.db_table}" t '  # noqa: S608
+           f'JOIN "{user_model._meta.db_table}" u ON u."{user_model._meta.pk.column}" = t."{user_fk}" '
+           f'WHERE t."digest" = %s AND t."revoked_at" IS NULL '
+           f'AND (t."expires_at" IS NULL OR t."expires_at" > %s) LIMIT 1')
+    return sql, token_cols, user_cols
+
+
+def find_active_token(digest: str, now: datetime) -> ApiToken | None:
+    """The active token with `digest` (user loaded, its platform roles remembered), or None."""
+    sql, token_cols, user_cols = _lookup_sql()
+    db = router.db_for_read(ApiToken)
+    with connections[db].cursor() as cursor:
+        cursor.execute(sql, [*PLATFORM_ROLES, digest, now])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    n_token, n_user = len(token_cols), len(user_cols)
+    token = ApiToken.from_db(db, token_cols, row[:n_token])
+    user: Any = get_user_model().from_db(db, user_cols, row[n_token:n_token + n_user])
+    ApiToken._meta.get_field("user").set_cached_value(token, user)
+    remember_roles(user, {role for role, held in zip(PLATFORM_ROLES, row[n_token + n_user:], strict=True) if held})
+    return token
 
 
 class ApiTokenAuthentication(authentication.BaseAuthentication):
@@ -33,21 +80,12 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         # split() drops every Unicode space (NBSP, U+0085...): a header of only those has no parts at all.
         if len(parts) != 2 or parts[0] != self.keyword or not parts[1].startswith(TOKEN_PREFIX):
             return None
-        # The user's platform roles come with the token (EXISTS per role), so the views' role checks
-        # (roles.has_role) cost no query of their own: one query authenticates a read, not two.
-        token = (
-            ApiToken.objects.active()
-            .select_related("user")
-            .annotate(**{_role_flag(role): Exists(Group.objects.filter(user=OuterRef("user_id"), name=role))
-                         for role in PLATFORM_ROLES})
-            .filter(digest=hash_secret(parts[1]))
-            .order_by()
-            .first()
-        )
+        # The user's platform roles come with the token, so the views' role checks (roles.has_role) cost
+        # no query of their own: one query authenticates a read.
+        now = clock.now()
+        token = find_active_token(hash_secret(parts[1]), now)
         if token is None or not token.user.is_active:
             raise exceptions.AuthenticationFailed("invalid, expired or revoked API token")
-        remember_roles(token.user, {role for role in PLATFORM_ROLES if getattr(token, _role_flag(role))})
-        now = clock.now()
         if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
             ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         return token.user, token
