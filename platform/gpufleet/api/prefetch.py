@@ -1,11 +1,10 @@
-"""A page's children in one query, without Django's per-object queryset clones.
+"""A page's children and rows in one query each, without model objects or per-object queryset clones.
 
 `prefetch_related(Prefetch("memberships", queryset))` runs one query for the children -- and then, for
-every parent on the page, clones and filters a queryset to hold them (`_apply_rel_filters`). For a page
-of 50 tenants that cloning was the largest single cost of the request, more than the SQL and the JSON
-(benchmarks/README.md, "API"). `attach_children` runs the same one query and stores each parent's rows
-where Django's prefetch stores them, so `tenant.memberships.all()` (and every serializer) reads them
-without a query.
+every parent on the page, clones and filters a queryset to hold them (`_apply_rel_filters`), and builds a
+model object per child. For a page of 50 tenants that was the largest single cost of the request, more than
+the SQL and the JSON (benchmarks/README.md, "API"). `attach_rows` runs the same one query and hands each
+parent plain rows carrying only the columns its serializer shows; `as_rows` does the same for the page.
 """
 
 from __future__ import annotations
@@ -17,30 +16,6 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.db.models.query import ValuesListIterable
-
-
-def attach_children(parents: Sequence[Any], related_name: str, queryset: QuerySet) -> Sequence[Any]:
-    """For a reverse foreign key `related_name` of the parents' model: one query (`queryset`, filtered to
-    the parents), the rows put in each parent's prefetch cache in the queryset's order, and each row's
-    foreign key pointed at its parent object (no query to walk back up)."""
-    if not parents:
-        return parents
-    relation = type(parents[0])._meta.get_field(related_name)
-    foreign_key = relation.field  # the ForeignKey on the child model
-    by_parent: dict[Any, list[Any]] = defaultdict(list)
-    for row in queryset.filter(**{f"{foreign_key.attname}__in": [p.pk for p in parents]}):
-        by_parent[getattr(row, foreign_key.attname)].append(row)
-    for parent in parents:
-        rows = by_parent.get(parent.pk, [])
-        for row in rows:
-            foreign_key.set_cached_value(row, parent)
-        holder = QuerySet(model=queryset.model)
-        holder._result_cache = rows
-        holder._prefetch_done = True
-        if not hasattr(parent, "_prefetched_objects_cache"):
-            parent._prefetched_objects_cache = {}
-        parent._prefetched_objects_cache[related_name] = holder
-    return parents
 
 
 def _row_maker(lookups: Sequence[str], offset: int,
@@ -117,7 +92,9 @@ def as_rows(queryset: QuerySet, lookups: Sequence[str], row_class: type[Row] | N
 
 def attach_rows(parents: Sequence[Any], related_name: str, queryset: QuerySet,
                 lookups: Sequence[str], parent_model: Any = None) -> Sequence[Any]:
-    """`attach_children` for read-only answers: each child is a plain row object carrying only `lookups`
+    """For a reverse foreign key `related_name` of the parents' model: one query (`queryset`, filtered to
+    the parents), each parent's children put where Django's prefetch puts them, in the queryset's order --
+    and each child a plain row object carrying only `lookups`
     (`"role"`, or `"user__username"`, read back as `row.user.username`), not a model instance.
 
     For a page of 50 tenants that is 150 membership rows without 300 model objects (`Model.from_db`,
