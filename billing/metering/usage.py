@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import NamedTuple, Protocol
@@ -60,6 +60,10 @@ DEFAULT_CLUSTER_LABEL = "cluster"
 TENANT_PREFIX = "tenant-"
 HOUR = timedelta(hours=1)
 SECONDS_QUANTUM = Decimal("0.001")
+# "hourly": the DCGM side from hourly rollups, per-slot only for the series-hours they leave undecided
+# (MetricsQL; the same numbers). "per-slot": every slot in a subquery, the reference (any dialect).
+HOURLY, PER_SLOT = "hourly", "per-slot"
+METHODS = (HOURLY, PER_SLOT)
 # Slots one range query may evaluate per series: VictoriaMetrics refuses subqueries over
 # -search.maxPointsSubqueryPerTimeseries (100,000 by default); chunks are shortened to stay well below.
 SUBQUERY_POINT_BUDGET = 50_000
@@ -220,13 +224,51 @@ def _hour_start(timestamp: Decimal) -> datetime:
     return datetime.fromtimestamp(int(timestamp), tz=UTC) - HOUR
 
 
+# Identities per per-slot query of the hourly method's remainder (keeps the label regexes short).
+REMAINDER_BATCH = 200
+
+
+def _per_slot_remainder(client: RangeQuerier, queries: Queries, first_end: datetime, last_end: datetime,
+                        add) -> int:  # type: ignore[no-untyped-def]
+    """Measure the series-hours the hourly rollups leave undecided with the per-slot query, restricted
+    to those series (by pod and UUID) and hours; returns the number of queries run.
+
+    The restricted query selects every replica and label scheme of each undecided identity (they share
+    its pod and UUID), so its per-identity numbers are the full query's; it may also select other
+    identities (another pod x UUID pair), whose numbers are dropped here: only the undecided
+    (identity, hour) pairs are added."""
+    identity = queries.dcgm_identity
+    undecided: dict[tuple[str, ...], set[Decimal]] = defaultdict(set)
+    for series in client.range(queries.dcgm_hourly_undecided(), first_end, last_end, 3600):
+        key = tuple(series.labels.get(name, "") for name in identity)
+        undecided[key].update(sample.timestamp for sample in series.samples)
+    runs = 1
+    keys = sorted(undecided)
+    pod, uuid = identity.index("pod"), identity.index("UUID")
+    for begin in range(0, len(keys), REMAINDER_BATCH):
+        batch = keys[begin:begin + REMAINDER_BATCH]
+        stamps = [stamp for key in batch for stamp in undecided[key]]
+        restricted = Queries(replace(queries.settings, only_pods=tuple({key[pod] for key in batch}),
+                                     only_uuids=tuple({key[uuid] for key in batch})))
+        lower = datetime.fromtimestamp(int(min(stamps)), tz=UTC)
+        upper = datetime.fromtimestamp(int(max(stamps)), tz=UTC)
+        runs += 1
+        for series in client.range(restricted.dcgm_identity_hourly_slots(), lower, upper, 3600):
+            hours = undecided.get(tuple(series.labels.get(name, "") for name in identity))
+            if hours:
+                add(WHOLE, series.labels, [sample for sample in series.samples if sample.timestamp in hours])
+    return runs
+
+
 def measure_report(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: datetime, end: datetime, *,
                    scrape_interval: int = DEFAULT_SCRAPE_INTERVAL,
                    max_gap_scrapes: int = DEFAULT_MAX_GAP_SCRAPES, share_rule: str = "max",
                    usage_metric: str = DEFAULT_USAGE_METRIC, chunk_hours: int = 24,
                    dialect: str = "metricsql", clusters: Sequence[ClusterSource] = (),
-                   cluster_label: str = DEFAULT_CLUSTER_LABEL) -> Report:
+                   cluster_label: str = DEFAULT_CLUSTER_LABEL, method: str = HOURLY) -> Report:
     _check_window(start, end)
+    if method not in METHODS:
+        raise MeteringInputError("method", f"must be one of {', '.join(METHODS)}")
     label_name, by_label = _cluster_scope(clusters, cluster_label)
     # One unlabelled cluster owns every series of its source; with labels each series names its own.
     only = clusters[0].name if clusters and not label_name else ""
@@ -249,39 +291,53 @@ def measure_report(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: d
     unmatched: dict[tuple[datetime, str, str, str, str, str], Decimal] = defaultdict(Decimal)
     count = 0
     hours: dict[Decimal, datetime] = {}
+
+    def add(kind: str, labels: dict[str, str], samples: Iterable) -> None:
+        """Add one answer series (held slots, or Σ share x slots, per hour end) to the totals."""
+        tenant = _tenant(labels.get("namespace", ""), TENANT_PREFIX)
+        if tenant is None:
+            return
+        cluster = by_label.get(labels.get(label_name, "")) if label_name else only
+        if cluster is None:  # the selector admits only the clusters asked for
+            return
+        if kind == WHOLE:
+            model, profile = labels.get("modelName", ""), labels.get("GPU_I_PROFILE", "")
+            flavor = index.dcgm(model, profile)
+            mode = MIG if profile else WHOLE
+        else:
+            model, profile = labels.get("device_type", ""), ""
+            flavor = index.hami(model)
+            mode = HAMI
+        for sample in samples:
+            hour = hours.get(sample.timestamp)
+            if hour is None:  # a few dozen distinct hour ends per query
+                hour = hours[sample.timestamp] = _hour_start(sample.timestamp)
+            if not (start <= hour < end) or not sample.value.is_finite() or sample.value == 0:
+                continue
+            seconds = (sample.value * s).quantize(SECONDS_QUANTUM)
+            if flavor is None:
+                unmatched[(hour, tenant, mode, model, profile, cluster)] += seconds
+                continue
+            row = totals[(hour, tenant, flavor.name, cluster)]
+            row[0] += seconds
+            row[1] += seconds if mode == HAMI else seconds * flavor.weight
+
+    hourly = method == HOURLY and queries.hourly_method_applies()
     for lower, upper in _chunks(start, end, chunk_hours):
         # Range query evaluated at each hour END in (lower, upper]; each point covers the hour before it.
         first_end, last_end = lower + HOUR, upper
-        for kind, query in ((WHOLE, queries.dcgm_hourly_slots()), (HAMI, queries.hami_hourly_share_slots())):
+        if hourly:
             count += 1
-            for series in client.range(query, first_end, last_end, 3600):
-                tenant = _tenant(series.labels.get("namespace", ""), TENANT_PREFIX)
-                if tenant is None:
-                    continue
-                cluster = by_label.get(series.labels.get(label_name, "")) if label_name else only
-                if cluster is None:  # the selector admits only the clusters asked for
-                    continue
-                if kind == WHOLE:
-                    model, profile = series.labels.get("modelName", ""), series.labels.get("GPU_I_PROFILE", "")
-                    flavor = index.dcgm(model, profile)
-                    mode = MIG if profile else WHOLE
-                else:
-                    model, profile = series.labels.get("device_type", ""), ""
-                    flavor = index.hami(model)
-                    mode = HAMI
-                for sample in series.samples:
-                    hour = hours.get(sample.timestamp)
-                    if hour is None:  # a few dozen distinct hour ends per query
-                        hour = hours[sample.timestamp] = _hour_start(sample.timestamp)
-                    if not (start <= hour < end) or not sample.value.is_finite() or sample.value == 0:
-                        continue
-                    seconds = (sample.value * s).quantize(SECONDS_QUANTUM)
-                    if flavor is None:
-                        unmatched[(hour, tenant, mode, model, profile, cluster)] += seconds
-                        continue
-                    row = totals[(hour, tenant, flavor.name, cluster)]
-                    row[0] += seconds
-                    row[1] += seconds if mode == HAMI else seconds * flavor.weight
+            for series in client.range(queries.dcgm_hourly_clean_slots(), first_end, last_end, 3600):
+                add(WHOLE, series.labels, series.samples)
+            count += _per_slot_remainder(client, queries, first_end, last_end, add)
+        else:
+            count += 1
+            for series in client.range(queries.dcgm_hourly_slots(), first_end, last_end, 3600):
+                add(WHOLE, series.labels, series.samples)
+        count += 1
+        for series in client.range(queries.hami_hourly_share_slots(), first_end, last_end, 3600):
+            add(HAMI, series.labels, series.samples)
     # Sorted on the plain key tuples (C comparisons), so in (hour_start, tenant_slug, flavor, cluster) order.
     samples = [
         UsageSample(hour, tenant, name, unit.quantize(SECONDS_QUANTUM), gpu_eq.quantize(SECONDS_QUANTUM), cluster)
@@ -296,9 +352,9 @@ def measure(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: datetime
             scrape_interval: int = DEFAULT_SCRAPE_INTERVAL, max_gap_scrapes: int = DEFAULT_MAX_GAP_SCRAPES,
             share_rule: str = "max", usage_metric: str = DEFAULT_USAGE_METRIC,
             chunk_hours: int = 24, dialect: str = "metricsql", clusters: Sequence[ClusterSource] = (),
-            cluster_label: str = DEFAULT_CLUSTER_LABEL) -> list[UsageSample]:
+            cluster_label: str = DEFAULT_CLUSTER_LABEL, method: str = HOURLY) -> list[UsageSample]:
     """Usage per (tenant, flavor, hour[, cluster]) in [start, end); the contract is in the module docstring."""
     return measure_report(client, flavors, start, end, scrape_interval=scrape_interval,
                           max_gap_scrapes=max_gap_scrapes, share_rule=share_rule,
                           usage_metric=usage_metric, chunk_hours=chunk_hours, dialect=dialect,
-                          clusters=clusters, cluster_label=cluster_label).samples
+                          clusters=clusters, cluster_label=cluster_label, method=method).samples
