@@ -50,7 +50,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import NamedTuple, Protocol
 
-from billing.metering.promql import DIALECTS, SHARE_RULES, Queries, QuerySettings
+from billing.metering.promql import DIALECTS, HOURLY_FLAG, SHARE_RULES, Queries, QuerySettings
 
 WHOLE, MIG, HAMI = "whole", "mig", "hami"
 DEFAULT_USAGE_METRIC = "DCGM_FI_DEV_FB_USED"
@@ -224,39 +224,84 @@ def _hour_start(timestamp: Decimal) -> datetime:
     return datetime.fromtimestamp(int(timestamp), tz=UTC) - HOUR
 
 
+class _Point(NamedTuple):  # an answer sample (timestamp, value), as the client's samples are
+    timestamp: Decimal
+    value: Decimal
+
+
 # Identities per per-slot query of the hourly method's remainder (keeps the label regexes short).
 REMAINDER_BATCH = 200
 
 
-def _per_slot_remainder(client: RangeQuerier, queries: Queries, first_end: datetime, last_end: datetime,
-                        add) -> int:  # type: ignore[no-untyped-def]
-    """Measure the series-hours the hourly rollups leave undecided with the per-slot query, restricted
-    to those series (by pod and UUID) and hours; returns the number of queries run.
+def _hourly_dcgm(client: RangeQuerier, queries: Queries, first_end: datetime, last_end: datetime,
+                 add) -> int:  # type: ignore[no-untyped-def]
+    """The DCGM side of one chunk by the hourly method (`Queries.dcgm_hourly_encoded`); returns the
+    number of queries run. The series are partitioned, so every series-hour is counted exactly once:
 
-    The restricted query selects every replica and label scheme of each undecided identity (they share
-    its pod and UUID), so its per-identity numbers are the full query's; it may also select other
-    identities (another pod x UUID pair), whose numbers are dropped here: only the undecided
-    (identity, hour) pairs are added."""
-    identity = queries.dcgm_identity
-    undecided: dict[tuple[str, ...], set[Decimal]] = defaultdict(set)
-    for series in client.range(queries.dcgm_hourly_undecided(), first_end, last_end, 3600):
-        key = tuple(series.labels.get(name, "") for name in identity)
-        undecided[key].update(sample.timestamp for sample in series.samples)
+    1. GPUs HAMi manages near the chunk (one cheap query) are left to the per-slot query, restricted to
+       their UUIDs (the HAMi exclusion is per slot);
+    2. everything else: the hourly rollups, one query, summed per group; a group-hour whose sum carries
+       the undecided flag is measured again per identity (restricted to those namespaces and hours):
+       decided identities count as they are, undecided ones go to the per-slot query restricted to
+       their pods and UUIDs (every replica and label scheme of an identity shares them), and only those
+       (identity, hour) pairs are taken from its answer."""
+    settings, group = queries.settings, queries.dcgm_group
+    hours = int((last_end - first_end) / HOUR) + 1
     runs = 1
-    keys = sorted(undecided)
+    managed = sorted({series.labels.get("device_uuid", "") for series in client.range(
+        queries.hami_device_uuids(hours * 3600 // settings.scrape_interval), last_end, last_end, 3600)} - {""})
+    if managed:
+        runs += 1
+        for series in client.range(Queries(replace(settings, only_uuids=tuple(managed))).dcgm_hourly_slots(),
+                                   first_end, last_end, 3600):
+            add(WHOLE, series.labels, series.samples)
+    rest = replace(settings, skip_uuids=tuple(managed))
+    flagged: set[tuple[tuple[str, ...], Decimal]] = set()
+    runs += 1
+    for series in client.range(Queries(rest).dcgm_hourly_encoded(), first_end, last_end, 3600):
+        decided = []
+        for sample in series.samples:
+            undecided, held = divmod(int(sample.value), HOURLY_FLAG)
+            if undecided:
+                flagged.add((tuple(series.labels.get(name, "") for name in group), sample.timestamp))
+            else:
+                decided.append(_Point(sample.timestamp, Decimal(held)))
+        add(WHOLE, series.labels, decided)
+    if not flagged:
+        return runs
+    # Per identity, for the flagged group-hours only.
+    stamps = sorted({stamp for _, stamp in flagged})
+    lower, upper = (datetime.fromtimestamp(int(stamps[i]), tz=UTC) for i in (0, -1))
+    identity = queries.dcgm_identity
+    namespace = group.index("namespace")
+    narrowed = Queries(replace(rest, only_namespaces=tuple({key[namespace] for key, _ in flagged})))
+    undecided_pairs: dict[tuple[str, ...], set[Decimal]] = defaultdict(set)
+    runs += 1
+    for series in client.range(narrowed.dcgm_hourly_encoded(aggregate=False), lower, upper, 3600):
+        key = tuple(series.labels.get(name, "") for name in group)
+        decided = []
+        for sample in series.samples:
+            if (key, sample.timestamp) not in flagged:
+                continue
+            undecided, held = divmod(int(sample.value), HOURLY_FLAG)
+            if undecided:
+                undecided_pairs[tuple(series.labels.get(name, "") for name in identity)].add(sample.timestamp)
+            else:
+                decided.append(_Point(sample.timestamp, Decimal(held)))
+        add(WHOLE, series.labels, decided)
+    keys = sorted(undecided_pairs)
     pod, uuid = identity.index("pod"), identity.index("UUID")
     for begin in range(0, len(keys), REMAINDER_BATCH):
         batch = keys[begin:begin + REMAINDER_BATCH]
-        stamps = [stamp for key in batch for stamp in undecided[key]]
-        restricted = Queries(replace(queries.settings, only_pods=tuple({key[pod] for key in batch}),
+        stamps = sorted(stamp for key in batch for stamp in undecided_pairs[key])
+        restricted = Queries(replace(settings, only_pods=tuple({key[pod] for key in batch}),
                                      only_uuids=tuple({key[uuid] for key in batch})))
-        lower = datetime.fromtimestamp(int(min(stamps)), tz=UTC)
-        upper = datetime.fromtimestamp(int(max(stamps)), tz=UTC)
+        lower, upper = (datetime.fromtimestamp(int(stamps[i]), tz=UTC) for i in (0, -1))
         runs += 1
         for series in client.range(restricted.dcgm_identity_hourly_slots(), lower, upper, 3600):
-            hours = undecided.get(tuple(series.labels.get(name, "") for name in identity))
-            if hours:
-                add(WHOLE, series.labels, [sample for sample in series.samples if sample.timestamp in hours])
+            wanted = undecided_pairs.get(tuple(series.labels.get(name, "") for name in identity))
+            if wanted:
+                add(WHOLE, series.labels, [sample for sample in series.samples if sample.timestamp in wanted])
     return runs
 
 
@@ -327,10 +372,7 @@ def measure_report(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: d
         # Range query evaluated at each hour END in (lower, upper]; each point covers the hour before it.
         first_end, last_end = lower + HOUR, upper
         if hourly:
-            count += 1
-            for series in client.range(queries.dcgm_hourly_clean_slots(), first_end, last_end, 3600):
-                add(WHOLE, series.labels, series.samples)
-            count += _per_slot_remainder(client, queries, first_end, last_end, add)
+            count += _hourly_dcgm(client, queries, first_end, last_end, add)
         else:
             count += 1
             for series in client.range(queries.dcgm_hourly_slots(), first_end, last_end, 3600):
