@@ -310,15 +310,19 @@ class Queries:
         b = f"clamp_min(clamp_max({last}, {m - 1}), -1)"
         everything = self._dcgm_raw("duration_over_time", window, f", {(m + 2 * n) * s}")
         bridged = self._dcgm_raw("duration_over_time", window, f", {(n + 1) * s}")
-        # `ignoring (<a label no series has>)` matches exactly like no modifier, but stops VictoriaMetrics
-        # from pushing the left side's label values down into the right side's selector as a regex of
-        # every UUID and pod (its default "common filters" optimisation): with ~10^3 series that regex
-        # cost more CPU than the rollups.
-        same = f"ignoring ({UNUSED_LABEL})"
-        unsteady = f"(({everything} - {same} {bridged}) > bool {s / 2})"
+        # VictoriaMetrics evaluates the left side of a binary operation first and pushes the label values
+        # all its series share down into the right side's selector, as regexes (of every UUID, host,
+        # namespace, ...): the index search for those cost more CPU than the rollups. A label-less
+        # `vector(0)` on the left shares no label with them, so nothing is pushed down; it matches no
+        # series on the right, so one-to-one matching drops it and the result is unchanged.
+        def minus(left: str, right: str) -> str:
+            return f"(({left} or vector(0)) - {right})"
+
+        unsteady = f"({minus(everything, bridged)} > bool {s / 2})"
         flag = HOURLY_FLAG
-        value = (f"((max by ({ident}) ({b}) - {same} min by ({ident}) ({a})) * {1 + flag}"
-                 f" - {same} max by ({ident}) (({b} - {same} {a}) - {m + 2} * {unsteady}) * {flag} + 1)")
+        span = minus(f"max by ({ident}) ({b})", f"min by ({ident}) ({a})")
+        replicas = f"max by ({ident}) ({minus(minus(b, a), f'{m + 2} * {unsteady}')})"
+        value = f"({minus(f'{span} * {1 + flag}', f'{replicas} * {flag}')} + 1)"
         return f"sum by ({_by(self.dcgm_group)}) ({value})" if aggregate else value
 
     def hami_device_uuids(self, slots: int) -> str:
@@ -334,4 +338,3 @@ class Queries:
 # Σ held slots of one group-hour stays below this (2^24: 139,810 series at a 30 s scrape), so the sum of
 # `dcgm_hourly_encoded` splits exactly into (held, undecided) in float64 (both parts are integers).
 HOURLY_FLAG = 2**24
-UNUSED_LABEL = "gpufleet_no_such_label"
