@@ -38,7 +38,11 @@ usage_metric="DCGM_FI_DEV_FB_USED", chunk_hours=24, dialect="metricsql") -> list
   keep the label in every aggregation, so one query per kind and chunk measures all of them and each
   sample (and unmatched entry) names its cluster. Same numbers per cluster as measuring it alone.
 
-Method: see `billing.metering.promql` and docs/billing.md § "Measuring method".
+* `method`: "hourly" (default; MetricsQL only, whole GPUs and MIG) measures most series-hours from a
+  few hourly rollups and the rest per slot; "per-slot" measures every slot (the reference; always used
+  with `dialect="promql"` and for HAMi). Both give the same numbers.
+
+Method: see `billing.metering.promql` and docs/billing.md § "Measuring method" ("The hourly method").
 """
 
 from __future__ import annotations
