@@ -87,6 +87,13 @@ class QuerySettings:
     # and every aggregation keeps the label, so each cluster's usage comes back as its own series.
     cluster_label: str = ""
     cluster_values: tuple[str, ...] = ()
+    # Only the DCGM series of these namespaces, pods and GPU UUIDs, and none of `skip_uuids` (matched
+    # literally; empty = no restriction). The hourly method partitions the series this way: GPUs HAMi
+    # manages and the few series-hours its rollups cannot decide go to the per-slot query.
+    only_namespaces: tuple[str, ...] = ()
+    only_pods: tuple[str, ...] = ()
+    only_uuids: tuple[str, ...] = ()
+    skip_uuids: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.scrape_interval <= 0 or 3600 % self.scrape_interval:
@@ -133,6 +140,15 @@ def cluster_matcher(label: str, values: tuple[str, ...]) -> str:
     return f", {label}=~{_string(pattern)}"
 
 
+def _literal_matcher(label: str, values: tuple[str, ...], op: str = "=~") -> str:
+    """`, label=~"a|b"` matching exactly these values (literally; `op="!~"`: none of them), or "" for no
+    restriction."""
+    if not values:
+        return ""
+    pattern = "|".join(_RE2_META.sub(r"\\\1", value) for value in sorted(set(values)))
+    return f", {label}{op}{_string(pattern)}"
+
+
 # Every window is shifted 1 ms back, so the slot ending at t is [t - s, t) (see the module docstring).
 SHIFT_MS = 1
 
@@ -165,8 +181,12 @@ class Queries:
         self.hami_identity, self.hami_group = HAMI_IDENTITY + extra, HAMI_GROUP + extra
         self.device = _by(("device_uuid", *extra))
         self.uuid = _by(("UUID", *extra))
-        self.dcgm_new = f'{{__name__="{metric}", namespace=~"{ns}", pod!=""{scope}}}'
-        self.dcgm_old = f'{{__name__="{metric}", pod_namespace=~"{ns}", pod_name!=""{scope}}}'
+        new_only, old_only = (
+            _literal_matcher(namespace, settings.only_namespaces) + _literal_matcher(pod, settings.only_pods)
+            + _literal_matcher(uuid, settings.only_uuids) + _literal_matcher(uuid, settings.skip_uuids, "!~")
+            for namespace, pod, uuid in (("namespace", "pod", "UUID"), ("pod_namespace", "pod_name", "uuid")))
+        self.dcgm_new = f'{{__name__="{metric}", namespace=~"{ns}", pod!=""{scope}{new_only}}}'
+        self.dcgm_old = f'{{__name__="{metric}", pod_namespace=~"{ns}", pod_name!=""{scope}{old_only}}}'
         self.hami_any = f'{{__name__=~"{HAMI_MEMORY}|{HAMI_CORES}", namespace=~"{ns}", pod!=""{scope}}}'
         self.hami_memory = f'{HAMI_MEMORY}{{namespace=~"{ns}", pod!=""{scope}}}'
         self.hami_cores = f'{HAMI_CORES}{{namespace=~"{ns}", pod!=""{scope}}}'
@@ -248,3 +268,73 @@ class Queries:
         return (f"sum by ({_by(self.hami_group)}) ("
                 f"sum_over_time(({self.hami_share_slot()})[3600s:{self.s}s])"
                 f" * on ({self.device}) group_left (device_type) {device_type})")
+
+    # -- the hourly method (MetricsQL): exact held slots per series-hour from a few rollups ----------
+    def hourly_method_applies(self) -> bool:
+        """The hourly method needs MetricsQL (t*_over_time, duration_over_time, `bool`) and N < slots per
+        hour (a series without a sample in W then has no held slot in the hour; see `dcgm_hourly_encoded`)."""
+        return self.settings.dialect == "metricsql" and self.n < 3600 // self.s
+
+    def _dcgm_raw(self, func: str, window: str, args: str = "") -> str:
+        """`func` per raw series (every replica on its own), old label names relabelled."""
+        new = f"{func}({self.dcgm_new}{window}{args})"
+        old = _old_to_new(f"{func}({self.dcgm_old}{window}{args})")
+        return f"({new} or {old})"
+
+    def dcgm_hourly_encoded(self, aggregate: bool = True) -> str:
+        """Held slots of the hour ending at t per group (`aggregate`) or per identity, encoded with a flag
+        for the identities the rollups cannot decide: value = Σ held + HOURLY_FLAG x Σ D, D = 0 for a
+        decided identity and >= 1 for one that needs the per-slot query.
+
+        Window W: the hour plus N slots either side; every witness of a bridged slot of the hour lies in
+        W. Per raw series (one replica): a, b = its first and last occupied slot in W, clamped to the
+        hour (relative slots 0 .. m-1; a in 0..m, b in -1..m-1), and whether it is *steady* in W: no
+        interval between its consecutive samples longer than (N + 1)·s (duration_over_time with that
+        max interval equals the one with an unbounded one; a longer interval costs more than s/2, float
+        rounding far less). A steady series' slots between its first and last sample are all held (two
+        consecutive samples at most (N + 1)·s apart are at most N + 1 slots apart). Per identity: A =
+        min a, B = max b, R = max over its replicas of b - a for steady ones (b - a - (m + 2) otherwise).
+        Decided (D = (B - A) - R = 0): one steady replica spans [A, B], so every slot of [A, B] is held
+        and no other slot of the hour is (a held slot before A would need an occupied slot of W before
+        it, and A is the first); held = B - A + 1 (0 when the identity's samples in W are all outside
+        the hour). The value (B - A + 1) + FLAG·D is linear in A, B and R, so each rollup is evaluated
+        once (MetricsQL has no common subexpressions: every occurrence of a rollup reads every sample).
+        An identity with no sample in W has no held slot in the hour (a bridged run is at most N < m
+        slots) and no value."""
+        s, n, m = self.s, self.n, 3600 // self.s
+        ident = _by(self.dcgm_identity)
+        window = _window(m + 2 * n, -n, s)
+        first = f"(floor({self._dcgm_raw('tfirst_over_time', window)} / {s}) - (time() / {s} - {m}))"
+        last = f"(floor({self._dcgm_raw('tlast_over_time', window)} / {s}) - (time() / {s} - {m}))"
+        a = f"clamp_max(clamp_min({first}, 0), {m})"
+        b = f"clamp_min(clamp_max({last}, {m - 1}), -1)"
+        everything = self._dcgm_raw("duration_over_time", window, f", {(m + 2 * n) * s}")
+        bridged = self._dcgm_raw("duration_over_time", window, f", {(n + 1) * s}")
+        # VictoriaMetrics evaluates the left side of a binary operation first and pushes the label values
+        # all its series share down into the right side's selector, as regexes (of every UUID, host,
+        # namespace, ...): the index search for those cost more CPU than the rollups. A label-less
+        # `vector(0)` on the left shares no label with them, so nothing is pushed down; it matches no
+        # series on the right, so one-to-one matching drops it and the result is unchanged.
+        def minus(left: str, right: str) -> str:
+            return f"(({left} or vector(0)) - {right})"
+
+        unsteady = f"({minus(everything, bridged)} > bool {s / 2})"
+        flag = HOURLY_FLAG
+        span = minus(f"max by ({ident}) ({b})", f"min by ({ident}) ({a})")
+        replicas = f"max by ({ident}) ({minus(minus(b, a), f'{m + 2} * {unsteady}')})"
+        value = f"({minus(f'{span} * {1 + flag}', f'{replicas} * {flag}')} + 1)"
+        return f"sum by ({_by(self.dcgm_group)}) ({value})" if aggregate else value
+
+    def hami_device_uuids(self, slots: int) -> str:
+        """The GPUs HAMi manages in the `slots` slots before t and N + 1 slots either side (one point)."""
+        return (f"max by ({self.device}) (present_over_time({self.hami_device_memory}"
+                f"{_window(slots + 2 * self.n + 2, -(self.n + 1), self.s)}))")
+
+    def dcgm_identity_hourly_slots(self) -> str:
+        """The per-slot method's held slots per identity (not per group) in the hour ending at t."""
+        return f"sum_over_time(({self.dcgm_held_slot()})[3600s:{self.s}s])"
+
+
+# Σ held slots of one group-hour stays below this (2^24: 139,810 series at a 30 s scrape), so the sum of
+# `dcgm_hourly_encoded` splits exactly into (held, undecided) in float64 (both parts are integers).
+HOURLY_FLAG = 2**24

@@ -38,19 +38,23 @@ usage_metric="DCGM_FI_DEV_FB_USED", chunk_hours=24, dialect="metricsql") -> list
   keep the label in every aggregation, so one query per kind and chunk measures all of them and each
   sample (and unmatched entry) names its cluster. Same numbers per cluster as measuring it alone.
 
-Method: see `billing.metering.promql` and docs/billing.md § "Measuring method".
+* `method`: "hourly" (default; MetricsQL only, whole GPUs and MIG) measures most series-hours from a
+  few hourly rollups and the rest per slot; "per-slot" measures every slot (the reference; always used
+  with `dialect="promql"` and for HAMi). Both give the same numbers.
+
+Method: see `billing.metering.promql` and docs/billing.md § "Measuring method" ("The hourly method").
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import NamedTuple, Protocol
 
-from billing.metering.promql import DIALECTS, SHARE_RULES, Queries, QuerySettings
+from billing.metering.promql import DIALECTS, HOURLY_FLAG, SHARE_RULES, Queries, QuerySettings
 
 WHOLE, MIG, HAMI = "whole", "mig", "hami"
 DEFAULT_USAGE_METRIC = "DCGM_FI_DEV_FB_USED"
@@ -60,6 +64,10 @@ DEFAULT_CLUSTER_LABEL = "cluster"
 TENANT_PREFIX = "tenant-"
 HOUR = timedelta(hours=1)
 SECONDS_QUANTUM = Decimal("0.001")
+# "hourly": the DCGM side from hourly rollups, per-slot only for the series-hours they leave undecided
+# (MetricsQL; the same numbers). "per-slot": every slot in a subquery, the reference (any dialect).
+HOURLY, PER_SLOT = "hourly", "per-slot"
+METHODS = (HOURLY, PER_SLOT)
 # Slots one range query may evaluate per series: VictoriaMetrics refuses subqueries over
 # -search.maxPointsSubqueryPerTimeseries (100,000 by default); chunks are shortened to stay well below.
 SUBQUERY_POINT_BUDGET = 50_000
@@ -220,13 +228,96 @@ def _hour_start(timestamp: Decimal) -> datetime:
     return datetime.fromtimestamp(int(timestamp), tz=UTC) - HOUR
 
 
+class _Point(NamedTuple):  # an answer sample (timestamp, value), as the client's samples are
+    timestamp: Decimal
+    value: Decimal
+
+
+# Identities per per-slot query of the hourly method's remainder (keeps the label regexes short).
+REMAINDER_BATCH = 200
+
+
+def _hourly_dcgm(client: RangeQuerier, queries: Queries, first_end: datetime, last_end: datetime,
+                 add) -> int:  # type: ignore[no-untyped-def]
+    """The DCGM side of one chunk by the hourly method (`Queries.dcgm_hourly_encoded`); returns the
+    number of queries run. The series are partitioned, so every series-hour is counted exactly once:
+
+    1. GPUs HAMi manages near the chunk (one cheap query) are left to the per-slot query, restricted to
+       their UUIDs (the HAMi exclusion is per slot);
+    2. everything else: the hourly rollups, one query, summed per group; a group-hour whose sum carries
+       the undecided flag is measured again per identity (restricted to those namespaces and hours):
+       decided identities count as they are, undecided ones go to the per-slot query restricted to
+       their pods and UUIDs (every replica and label scheme of an identity shares them), and only those
+       (identity, hour) pairs are taken from its answer."""
+    settings, group = queries.settings, queries.dcgm_group
+    hours = int((last_end - first_end) / HOUR) + 1
+    runs = 1
+    managed = sorted({series.labels.get("device_uuid", "") for series in client.range(
+        queries.hami_device_uuids(hours * 3600 // settings.scrape_interval), last_end, last_end, 3600)} - {""})
+    if managed:
+        runs += 1
+        for series in client.range(Queries(replace(settings, only_uuids=tuple(managed))).dcgm_hourly_slots(),
+                                   first_end, last_end, 3600):
+            add(WHOLE, series.labels, series.samples)
+    rest = replace(settings, skip_uuids=tuple(managed))
+    flagged: set[tuple[tuple[str, ...], Decimal]] = set()
+    runs += 1
+    for series in client.range(Queries(rest).dcgm_hourly_encoded(), first_end, last_end, 3600):
+        decided = []
+        for sample in series.samples:
+            undecided, held = divmod(int(sample.value), HOURLY_FLAG)
+            if undecided:
+                flagged.add((tuple(series.labels.get(name, "") for name in group), sample.timestamp))
+            else:
+                decided.append(_Point(sample.timestamp, Decimal(held)))
+        add(WHOLE, series.labels, decided)
+    if not flagged:
+        return runs
+    # Per identity, for the flagged group-hours only.
+    stamps = sorted({stamp for _, stamp in flagged})
+    lower, upper = (datetime.fromtimestamp(int(stamps[i]), tz=UTC) for i in (0, -1))
+    identity = queries.dcgm_identity
+    namespace = group.index("namespace")
+    narrowed = Queries(replace(rest, only_namespaces=tuple({key[namespace] for key, _ in flagged})))
+    undecided_pairs: dict[tuple[str, ...], set[Decimal]] = defaultdict(set)
+    runs += 1
+    for series in client.range(narrowed.dcgm_hourly_encoded(aggregate=False), lower, upper, 3600):
+        key = tuple(series.labels.get(name, "") for name in group)
+        decided = []
+        for sample in series.samples:
+            if (key, sample.timestamp) not in flagged:
+                continue
+            undecided, held = divmod(int(sample.value), HOURLY_FLAG)
+            if undecided:
+                undecided_pairs[tuple(series.labels.get(name, "") for name in identity)].add(sample.timestamp)
+            else:
+                decided.append(_Point(sample.timestamp, Decimal(held)))
+        add(WHOLE, series.labels, decided)
+    keys = sorted(undecided_pairs)
+    pod, uuid = identity.index("pod"), identity.index("UUID")
+    for begin in range(0, len(keys), REMAINDER_BATCH):
+        batch = keys[begin:begin + REMAINDER_BATCH]
+        stamps = sorted(stamp for key in batch for stamp in undecided_pairs[key])
+        restricted = Queries(replace(settings, only_pods=tuple({key[pod] for key in batch}),
+                                     only_uuids=tuple({key[uuid] for key in batch})))
+        lower, upper = (datetime.fromtimestamp(int(stamps[i]), tz=UTC) for i in (0, -1))
+        runs += 1
+        for series in client.range(restricted.dcgm_identity_hourly_slots(), lower, upper, 3600):
+            wanted = undecided_pairs.get(tuple(series.labels.get(name, "") for name in identity))
+            if wanted:
+                add(WHOLE, series.labels, [sample for sample in series.samples if sample.timestamp in wanted])
+    return runs
+
+
 def measure_report(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: datetime, end: datetime, *,
                    scrape_interval: int = DEFAULT_SCRAPE_INTERVAL,
                    max_gap_scrapes: int = DEFAULT_MAX_GAP_SCRAPES, share_rule: str = "max",
                    usage_metric: str = DEFAULT_USAGE_METRIC, chunk_hours: int = 24,
                    dialect: str = "metricsql", clusters: Sequence[ClusterSource] = (),
-                   cluster_label: str = DEFAULT_CLUSTER_LABEL) -> Report:
+                   cluster_label: str = DEFAULT_CLUSTER_LABEL, method: str = HOURLY) -> Report:
     _check_window(start, end)
+    if method not in METHODS:
+        raise MeteringInputError("method", f"must be one of {', '.join(METHODS)}")
     label_name, by_label = _cluster_scope(clusters, cluster_label)
     # One unlabelled cluster owns every series of its source; with labels each series names its own.
     only = clusters[0].name if clusters and not label_name else ""
@@ -249,39 +340,50 @@ def measure_report(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: d
     unmatched: dict[tuple[datetime, str, str, str, str, str], Decimal] = defaultdict(Decimal)
     count = 0
     hours: dict[Decimal, datetime] = {}
+
+    def add(kind: str, labels: dict[str, str], samples: Iterable) -> None:
+        """Add one answer series (held slots, or Σ share x slots, per hour end) to the totals."""
+        tenant = _tenant(labels.get("namespace", ""), TENANT_PREFIX)
+        if tenant is None:
+            return
+        cluster = by_label.get(labels.get(label_name, "")) if label_name else only
+        if cluster is None:  # the selector admits only the clusters asked for
+            return
+        if kind == WHOLE:
+            model, profile = labels.get("modelName", ""), labels.get("GPU_I_PROFILE", "")
+            flavor = index.dcgm(model, profile)
+            mode = MIG if profile else WHOLE
+        else:
+            model, profile = labels.get("device_type", ""), ""
+            flavor = index.hami(model)
+            mode = HAMI
+        for sample in samples:
+            hour = hours.get(sample.timestamp)
+            if hour is None:  # a few dozen distinct hour ends per query
+                hour = hours[sample.timestamp] = _hour_start(sample.timestamp)
+            if not (start <= hour < end) or not sample.value.is_finite() or sample.value == 0:
+                continue
+            seconds = (sample.value * s).quantize(SECONDS_QUANTUM)
+            if flavor is None:
+                unmatched[(hour, tenant, mode, model, profile, cluster)] += seconds
+                continue
+            row = totals[(hour, tenant, flavor.name, cluster)]
+            row[0] += seconds
+            row[1] += seconds if mode == HAMI else seconds * flavor.weight
+
+    hourly = method == HOURLY and queries.hourly_method_applies()
     for lower, upper in _chunks(start, end, chunk_hours):
         # Range query evaluated at each hour END in (lower, upper]; each point covers the hour before it.
         first_end, last_end = lower + HOUR, upper
-        for kind, query in ((WHOLE, queries.dcgm_hourly_slots()), (HAMI, queries.hami_hourly_share_slots())):
+        if hourly:
+            count += _hourly_dcgm(client, queries, first_end, last_end, add)
+        else:
             count += 1
-            for series in client.range(query, first_end, last_end, 3600):
-                tenant = _tenant(series.labels.get("namespace", ""), TENANT_PREFIX)
-                if tenant is None:
-                    continue
-                cluster = by_label.get(series.labels.get(label_name, "")) if label_name else only
-                if cluster is None:  # the selector admits only the clusters asked for
-                    continue
-                if kind == WHOLE:
-                    model, profile = series.labels.get("modelName", ""), series.labels.get("GPU_I_PROFILE", "")
-                    flavor = index.dcgm(model, profile)
-                    mode = MIG if profile else WHOLE
-                else:
-                    model, profile = series.labels.get("device_type", ""), ""
-                    flavor = index.hami(model)
-                    mode = HAMI
-                for sample in series.samples:
-                    hour = hours.get(sample.timestamp)
-                    if hour is None:  # a few dozen distinct hour ends per query
-                        hour = hours[sample.timestamp] = _hour_start(sample.timestamp)
-                    if not (start <= hour < end) or not sample.value.is_finite() or sample.value == 0:
-                        continue
-                    seconds = (sample.value * s).quantize(SECONDS_QUANTUM)
-                    if flavor is None:
-                        unmatched[(hour, tenant, mode, model, profile, cluster)] += seconds
-                        continue
-                    row = totals[(hour, tenant, flavor.name, cluster)]
-                    row[0] += seconds
-                    row[1] += seconds if mode == HAMI else seconds * flavor.weight
+            for series in client.range(queries.dcgm_hourly_slots(), first_end, last_end, 3600):
+                add(WHOLE, series.labels, series.samples)
+        count += 1
+        for series in client.range(queries.hami_hourly_share_slots(), first_end, last_end, 3600):
+            add(HAMI, series.labels, series.samples)
     # Sorted on the plain key tuples (C comparisons), so in (hour_start, tenant_slug, flavor, cluster) order.
     samples = [
         UsageSample(hour, tenant, name, unit.quantize(SECONDS_QUANTUM), gpu_eq.quantize(SECONDS_QUANTUM), cluster)
@@ -296,9 +398,9 @@ def measure(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: datetime
             scrape_interval: int = DEFAULT_SCRAPE_INTERVAL, max_gap_scrapes: int = DEFAULT_MAX_GAP_SCRAPES,
             share_rule: str = "max", usage_metric: str = DEFAULT_USAGE_METRIC,
             chunk_hours: int = 24, dialect: str = "metricsql", clusters: Sequence[ClusterSource] = (),
-            cluster_label: str = DEFAULT_CLUSTER_LABEL) -> list[UsageSample]:
+            cluster_label: str = DEFAULT_CLUSTER_LABEL, method: str = HOURLY) -> list[UsageSample]:
     """Usage per (tenant, flavor, hour[, cluster]) in [start, end); the contract is in the module docstring."""
     return measure_report(client, flavors, start, end, scrape_interval=scrape_interval,
                           max_gap_scrapes=max_gap_scrapes, share_rule=share_rule,
                           usage_metric=usage_metric, chunk_hours=chunk_hours, dialect=dialect,
-                          clusters=clusters, cluster_label=cluster_label).samples
+                          clusters=clusters, cluster_label=cluster_label, method=method).samples

@@ -74,7 +74,12 @@ def test_usage_splits_by_cluster_exactly(victoria, metrics, year, dialect):
     mig = next(s for s in report.samples if s.flavor == "a100-3g" and s.hour_start.hour == 10)
     assert mig.gpu_equivalent_seconds == D("1542.960")  # 3600 x 0.4286
     assert report.unmatched == []
-    assert report.queries == 2  # all three clusters in one query per kind
+    # all three clusters in one query per kind; the hourly method (MetricsQL's default) adds the list of
+    # HAMi-managed GPUs and the per-slot query for the one here (GPU-0 on dev), still one for all clusters
+    assert report.queries == (4 if dialect == "metricsql" else 2)
+    per_slot = run(metrics, at(*day, 9), at(*day, 12), clusters=CLUSTERS, dialect=dialect, method="per-slot")
+    assert per_slot.samples == report.samples
+    assert per_slot.queries == 2
 
 
 def test_each_cluster_alone_gives_its_own_numbers(victoria, metrics, year):

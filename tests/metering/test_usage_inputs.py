@@ -65,6 +65,12 @@ def test_chunks_stay_within_the_subquery_point_budget():
             calls.append((end - start).total_seconds() / 3600 + 1)
             return []
 
-    measure(Empty(), FLAVORS, START, START + timedelta(days=31), scrape_interval=10, chunk_hours=744)
+    measure(Empty(), FLAVORS, START, START + timedelta(days=31), scrape_interval=10, chunk_hours=744,
+            method="per-slot")
     assert max(calls) == 50_000 * 10 // 3600  # 138 h of 10 s slots
     assert sum(calls) == 2 * 31 * 24  # every hour still covered, by both queries
+    calls.clear()
+    measure(Empty(), FLAVORS, START, START + timedelta(days=31), scrape_interval=10, chunk_hours=744)
+    assert max(calls) == 50_000 * 10 // 3600  # the hourly method's chunks are the same
+    ranged = [hours for hours in calls if hours > 1]  # less the one-point lists of HAMi-managed GPUs
+    assert sum(ranged) == 2 * 31 * 24 and len(calls) - len(ranged) == len(ranged) // 2

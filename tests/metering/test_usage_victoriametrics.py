@@ -223,16 +223,23 @@ class Recording:
         return result
 
 
-def test_only_hourly_aggregates_leave_the_tsdb(victoria, metrics, year):
+@pytest.mark.parametrize("method", ["per-slot", "hourly"])
+def test_only_hourly_aggregates_leave_the_tsdb(victoria, metrics, year, method):
     day = (year, 3, 8)
     t = Timeline(at(*day, 0), at(year, 3, 9, 0))
     t.gpus = [Gpu(f"GPU-a{i}", H100, (Hold(f"tenant-t{i % 3}", f"p{i}", at(*day, 1), at(*day, 22)),), index=i)
               for i in range(6)]
     load(victoria, t)
     recorder = Recording(metrics)
-    report = run(recorder, at(*day, 0), at(year, 3, 9, 0), chunk_hours=12)
-    assert len(recorder.calls) == report.queries == 4  # 2 chunks x (DCGM, HAMi)
+    report = run(recorder, at(*day, 0), at(year, 3, 9, 0), chunk_hours=12, method=method)
+    if method == "per-slot":
+        assert len(recorder.calls) == report.queries == 4  # 2 chunks x (DCGM, HAMi)
+    else:  # 2 chunks x (the HAMi-managed GPUs near the chunk: one point per device, DCGM, HAMi)
+        assert len(recorder.calls) == report.queries == 6
     for query, start, end, step, result in recorder.calls:
+        if method == "hourly" and start == end:  # the list of HAMi-managed GPUs (none here)
+            assert step == 3600 and result == []
+            continue
         assert step == 3600 and (end - start).total_seconds() == 11 * 3600
         for series in result:
             assert set(series.labels) <= {"namespace", "modelName", "GPU_I_PROFILE", "device_type"}
