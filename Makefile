@@ -40,9 +40,9 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/gpufleet
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/0
 # pytest-xdist: the suite runs in PYTEST_WORKERS processes (`make test PYTEST_WORKERS=0` runs it in one).
 # Each worker has its own test database (pytest-django appends _gw0, _gw1, ... to the name) and starts its
-# own servers (live server, OpenBao, VictoriaMetrics, OIDC provider) on free ports. Two, not `auto`: the CI
-# machines have two cores, and a third worker only adds contention (the browser and server tests spawn
-# processes of their own). `worksteal` rebalances at the end, when the long browser/contract tests remain.
+# own servers (live server, OpenBao, VictoriaMetrics, OIDC provider) on free ports. Two: the CI machines have
+# two cores (more workers were not measured). `worksteal` rebalances at the end, so one long test (the portal
+# crawl of one role, Terraform apply-to-destroy, the README walk-through: 1-2 min each) is the worst tail.
 PYTEST_WORKERS ?= 2
 PYTEST_XDIST = $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist worksteal)
 
