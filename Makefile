@@ -38,13 +38,20 @@ $(OIDC_NODE): tests/oidc/package-lock.json
 # `make test TEST_DATABASE_URL=sqlite:///var/test.sqlite3` runs it on SQLite.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/gpufleet
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/0
+# pytest-xdist: the suite runs in PYTEST_WORKERS processes (`make test PYTEST_WORKERS=0` runs it in one).
+# Each worker has its own test database (pytest-django appends _gw0, _gw1, ... to the name) and starts its
+# own servers (live server, OpenBao, VictoriaMetrics, OIDC provider) on free ports. Two: the CI machines have
+# two cores (more workers were not measured). `worksteal` rebalances at the end, so one long test (the portal
+# crawl of one role, Terraform apply-to-destroy, the README walk-through: 1-2 min each) is the worst tail.
+PYTEST_WORKERS ?= 2
+PYTEST_XDIST = $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist worksteal)
 
 test: $(STAMP) $(OIDC_NODE)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 	DJANGO_SETTINGS_MODULE=gpufleet.settings.test $(BIN)/python manage.py makemigrations --check --dry-run
 	DATABASE_URL="$${DATABASE_URL:-$(TEST_DATABASE_URL)}" CELERY_BROKER_URL="$${CELERY_BROKER_URL:-$(TEST_BROKER_URL)}" \
-		$(BIN)/pytest $(PYTEST_ARGS)
+		$(BIN)/pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
