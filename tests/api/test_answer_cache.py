@@ -353,3 +353,19 @@ def test_query_parameters_host_and_indent_are_in_the_key(fleet: Fleet) -> None:
     indented = admin.get("/api/v1/tenants/?limit=1", HTTP_ACCEPT="application/json; indent=2").content
     assert indented.startswith(b"{\n  ")
     assert admin.get("/api/v1/tenants/?limit=1").content.startswith(b'{"')
+
+
+def test_a_cached_answer_costs_one_query_however_many_rows(fleet: Fleet) -> None:
+    from django.test.utils import CaptureQueriesContext
+
+    admin = client_for(fleet.admin)
+    for more in (0, 5):
+        for i in range(more):
+            factories.tenant(f"more-{more}-{i}", "trusted", owner=fleet.bob, phase=Phase.READY)
+        for name, path in fleet.routes(fleet.a).items():
+            first = admin.get(path)
+            assert first.status_code == 200, name
+            with CaptureQueriesContext(connection) as ctx:
+                assert admin.get(path).content == first.content, name
+            # The token, its user's roles and the data version: one statement (accounts/tokens.py).
+            assert len(ctx.captured_queries) == 1, (name, [q["sql"][:80] for q in ctx.captured_queries])
