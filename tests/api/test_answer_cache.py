@@ -369,3 +369,39 @@ def test_a_cached_answer_costs_one_query_however_many_rows(fleet: Fleet) -> None
                 assert admin.get(path).content == first.content, name
             # The token, its user's roles and the data version: one statement (accounts/tokens.py).
             assert len(ctx.captured_queries) == 1, (name, [q["sql"][:80] for q in ctx.captured_queries])
+
+
+def test_concurrent_misses_of_one_answer_wait_for_the_one_computing_it() -> None:
+    import threading
+
+    cache = answercache.AnswerCache(1 << 20)
+    key = ("k",)
+    assert cache.get(7, key) == (None, True)  # this caller computes it
+    got: list[Any] = []
+    waiter = threading.Thread(target=lambda: got.append(cache.get(7, key)))
+    waiter.start()
+    waiter.join(0.2)
+    assert waiter.is_alive(), "the second caller should wait for the first"
+    assert cache.put(7, key, 200, b"{}", (("Content-Type", "application/json"),))
+    cache.finish(7, key, stored=True)
+    waiter.join(5)
+    assert got == [((200, b"{}", (("Content-Type", "application/json"),)), False)]
+    # A computation that stores nothing (a 404, an error) frees its waiters to compute for themselves.
+    other = ("other",)
+    assert cache.get(7, other) == (None, True)
+    waiter = threading.Thread(target=lambda: got.append(cache.get(7, other)))
+    waiter.start()
+    cache.finish(7, other, stored=False)
+    waiter.join(5)
+    assert got[-1] == (None, False)
+    # An answer stored under an older version than the one seen last is refused.
+    assert cache.get(8, key) == (None, True)
+    assert not cache.put(7, key, 200, b"old", ())
+
+
+def test_no_request_leaves_others_waiting(fleet: Fleet, fresh_cache: answercache.AnswerCache) -> None:
+    alice = client_for(fleet.alice)
+    assert alice.get(f"/api/v1/tenants/{fleet.b.pk}/").status_code == 404  # computed, not stored
+    assert alice.get("/api/v1/tenants/").status_code == 200
+    assert alice.get("/api/v1/billing/usage/?tenant=team-a&period=bad").status_code == 400
+    assert fresh_cache._inflight == {}

@@ -42,6 +42,16 @@ from rest_framework.response import Response
 from .dataversion import read_version
 
 DEFAULT_BYTES = 32 * 1024 * 1024
+WAIT_S = 2.0  # longest a request waits for another thread computing the same answer, then computes it itself
+Entry = tuple[int, bytes, tuple[tuple[str, str], ...]]
+
+
+class _Flight:
+    """An answer one thread is computing; the others that ask for it wait on `done`."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.stored = False
 
 
 class AnswerCache:
@@ -50,7 +60,8 @@ class AnswerCache:
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
-        self._entries: OrderedDict[tuple[Any, ...], tuple[int, bytes, tuple[tuple[str, str], ...]]] = OrderedDict()
+        self._entries: OrderedDict[tuple[Any, ...], Entry] = OrderedDict()
+        self._inflight: dict[tuple[Any, ...], _Flight] = {}
         self._bytes = 0
         self._version: int | None = None
         self.hits = self.misses = 0
@@ -63,25 +74,50 @@ class AnswerCache:
             self._bytes = 0
             self._version = version
 
-    def get(self, version: int, key: tuple[Any, ...]) -> tuple[int, bytes, tuple[tuple[str, str], ...]] | None:
+    def get(self, version: int, key: tuple[Any, ...]) -> tuple[Entry | None, bool]:
+        """(the entry, None on a miss; whether the caller now computes it for the others).
+
+        Right after a write every thread of the process misses the same answers at once; one computes each,
+        the others wait for it (at most WAIT_S) instead of building the same page in parallel."""
+        waited = False
+        while True:
+            with self._lock:
+                self._adopt(version)
+                entry = self._entries.get(key)
+                if entry is not None:
+                    self._entries.move_to_end(key)
+                    self.hits += 1
+                    return entry, False
+                flight = self._inflight.get((version, key))
+                if flight is None and not waited:
+                    self._inflight[(version, key)] = _Flight()
+                    self.misses += 1
+                    return None, True
+                if flight is None:  # the one we waited for is done but stored nothing (an error, evicted)
+                    self.misses += 1
+                    return None, False
+            if not flight.done.wait(WAIT_S) or not flight.stored:
+                with self._lock:
+                    self.misses += 1
+                return None, False  # too slow or nothing to share: compute it here, unshared
+            waited = True
+
+    def finish(self, version: int, key: tuple[Any, ...], stored: bool) -> None:
+        """The computing request is done: wake the requests that wait for its answer."""
         with self._lock:
-            self._adopt(version)
-            entry = self._entries.get(key)
-            if entry is None:
-                self.misses += 1
-                return None
-            self._entries.move_to_end(key)
-            self.hits += 1
-            return entry
+            flight = self._inflight.pop((version, key), None)
+        if flight is not None:
+            flight.stored = stored
+            flight.done.set()
 
     def put(self, version: int, key: tuple[Any, ...], status: int, content: bytes,
-            headers: tuple[tuple[str, str], ...]) -> None:
+            headers: tuple[tuple[str, str], ...]) -> bool:
         size = len(content) + 256
         if size > self.max_bytes // 4:  # one answer may not push out most of the others
-            return
+            return False
         with self._lock:
             if version != self._version:  # a newer version was seen meanwhile: this answer may be stale
-                return
+                return False
             old = self._entries.pop(key, None)
             if old is not None:
                 self._bytes -= len(old[1]) + 256
@@ -90,6 +126,7 @@ class AnswerCache:
             while self._bytes > self.max_bytes:
                 _, dropped = self._entries.popitem(last=False)
                 self._bytes -= len(dropped[1]) + 256
+        return True
 
     def clear(self) -> None:
         with self._lock:
@@ -152,10 +189,10 @@ class CachedReadsMixin:
     def initial(self, request: Any, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)  # type: ignore[misc]  # authentication, permissions
         self._answer = self._answer_key(request)
-        if self._answer is None:
-            return
         cache = answer_cache()
-        entry = cache.get(*self._answer) if cache is not None else None
+        if self._answer is None or cache is None:
+            return
+        entry, self._computing = cache.get(*self._answer)
         if entry is not None:
             status, content, headers = entry
             response = HttpResponse(content, status=status)
@@ -163,6 +200,21 @@ class CachedReadsMixin:
                 response[name] = value
             self._answer = None  # nothing to store
             raise _Hit(response)
+
+    def dispatch(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        self._answer, self._computing = None, False
+        try:
+            return super().dispatch(request, *args, **kwargs)  # type: ignore[misc]
+        finally:
+            # Whatever happened (an answer not worth storing, an exception DRF re-raised), never leave the
+            # requests waiting for this one hanging until WAIT_S.
+            self._finish(stored=False)
+
+    def _finish(self, stored: bool) -> None:
+        answer, computing = self._answer, self._computing
+        self._answer, self._computing = None, False
+        if computing and answer is not None and _cache is not None:  # even if it was just turned off
+            _cache.finish(*answer, stored=stored)
 
     def handle_exception(self, exc: Exception) -> Any:
         if isinstance(exc, _Hit):
@@ -172,10 +224,12 @@ class CachedReadsMixin:
     def finalize_response(self, request: Any, response: Any, *args: Any, **kwargs: Any) -> Any:
         response = super().finalize_response(request, response, *args, **kwargs)  # type: ignore[misc]
         answer = getattr(self, "_answer", None)
-        self._answer = None
+        stored = False
         if answer is not None and isinstance(response, Response) and response.status_code == 200:
             response.render()
             cache = answer_cache()
             if cache is not None:
-                cache.put(*answer, response.status_code, bytes(response.content), tuple(response.items()))
+                stored = cache.put(*answer, response.status_code, bytes(response.content), tuple(response.items()))
+        if answer is not None:
+            self._finish(stored)
         return response
