@@ -24,7 +24,8 @@ One command: `.venv/bin/python benchmarks/api.py` (or `make bench`). It
 Targets (issue 14): page of 50 >= 300 req/s with p99 <= 100 ms; `?limit=200` >= 120 req/s, p99 <= 250 ms.
 Options: --duration S (per route, default 10), --clients N (16), --tenants N (1000), --set k=v (chart
 values, repeatable), --only NAME (repeatable), --profile (cProfile of each route in-process, top 20),
---python-client (force the fallback client), --keep-db.
+--python-client (force the fallback client), --keep-db, --no-answer-cache (every read computed: the server runs
+with GPUFLEET_API_CACHE_BYTES=0). BENCH_PROFILE_SORT / BENCH_PROFILE_TOP: the profile's order and length.
 """
 
 from __future__ import annotations
@@ -378,7 +379,8 @@ def profile(route: Route, token: str | None, n: int = 200) -> str:
     prof.disable()
     per = (time.perf_counter() - started) / n * 1000
     out = StringIO()
-    pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(20)
+    order, top = os.environ.get("BENCH_PROFILE_SORT", "tottime"), int(os.environ.get("BENCH_PROFILE_TOP", "20"))
+    pstats.Stats(prof, stream=out).sort_stats(order).print_stats(top)
     return f"{route.name}: {per:.2f} ms per request in-process (under cProfile)\n{out.getvalue()}"
 
 
