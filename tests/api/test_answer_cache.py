@@ -6,6 +6,7 @@ moves only when a write commits -- which is exactly what is tested.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -405,3 +406,54 @@ def test_no_request_leaves_others_waiting(fleet: Fleet, fresh_cache: answercache
     assert alice.get("/api/v1/tenants/").status_code == 200
     assert alice.get("/api/v1/billing/usage/?tenant=team-a&period=bad").status_code == 400
     assert fresh_cache._inflight == {}
+
+
+def _detail(client: APIClient, fleet: Fleet) -> dict[str, Any]:
+    path = f"/api/v1/tenants/{fleet.a.pk}/"
+    first = client.get(path)
+    assert client.get(path).content == first.content  # the second from the cache
+    return dict(first.json())
+
+
+@pytest.mark.parametrize("path", ["API PATCH", "portal form", "CLI", "Celery task", "Django admin"])
+def test_each_write_path_of_the_product_is_seen_by_the_next_cached_read(fleet: Fleet, path: str,
+                                                                        settings: Any) -> None:
+    alice = client_for(fleet.alice)
+    before = _detail(alice, fleet)
+    if path == "API PATCH":
+        assert alice.patch(f"/api/v1/tenants/{fleet.a.pk}/", {"display_name": "via API"},
+                           format="json").status_code == 200
+        expected = {"display_name": "via API"}
+    elif path == "portal form":
+        portal = APIClient()
+        portal.force_login(fleet.alice)
+        assert portal.post("/tenants/team-a/rename/", {"display_name": "via portal"}).status_code == 302
+        expected = {"display_name": "via portal"}
+    elif path == "CLI":
+        from django.core.management import call_command
+
+        call_command("tenant", "update", "team-a", "--display-name", "via CLI", stdout=io.StringIO())
+        expected = {"display_name": "via CLI"}
+    elif path == "Celery task":
+        from tenants.tasks import reconcile_tenant
+
+        reconcile_tenant.apply(args=[fleet.a.pk]).get()
+        expected = {}
+        assert Tenant.objects.get(pk=fleet.a.pk).last_reconciled_at is not None
+    else:
+        staff = get_user_model().objects.create_superuser("staff", "staff@example.test", "pw-for-tests")
+        admin_site = APIClient()
+        admin_site.force_login(staff)
+        user = get_user_model().objects.get(pk=fleet.alice.pk)
+        response = admin_site.post(f"/admin/auth/user/{user.pk}/change/", {
+            "username": "alice-renamed", "email": user.email, "is_active": "on",
+            "date_joined_0": "2026-03-01", "date_joined_1": "00:00:00", "initial-date_joined_0": "2026-03-01",
+            "initial-date_joined_1": "00:00:00"})
+        assert response.status_code == 302, response.content[:500]
+        expected = {}
+        assert get_user_model().objects.get(pk=user.pk).username == "alice-renamed"
+    after = _detail(alice, fleet)
+    assert after != before, f"stale after a write through the {path}"
+    assert {k: after[k] for k in expected} == expected
+    if path == "Django admin":
+        assert [m["user"] for m in after["memberships"]] == ["alice-renamed"]
