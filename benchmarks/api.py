@@ -24,7 +24,8 @@ One command: `.venv/bin/python benchmarks/api.py` (or `make bench`). It
 Targets (issue 14): page of 50 >= 300 req/s with p99 <= 100 ms; `?limit=200` >= 120 req/s, p99 <= 250 ms.
 Options: --duration S (per route, default 10), --clients N (16), --tenants N (1000), --set k=v (chart
 values, repeatable), --only NAME (repeatable), --profile (cProfile of each route in-process, top 20),
---python-client (force the fallback client), --keep-db.
+--python-client (force the fallback client), --keep-db, --no-answer-cache (every read computed: the server runs
+with GPUFLEET_API_CACHE_BYTES=0). BENCH_PROFILE_SORT / BENCH_PROFILE_TOP: the profile's order and length.
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ class Route:
     p99_ms: float | None = None
     queries: int | None = None
     cpu_inprocess: float = 0.0
+    cpu_uncached: float = 0.0  # the same, with the answer cache off: what a miss costs
+    writes_per_s: float = 0.0  # a tenant row written this often during the load run (cache invalidations)
     result: dict[str, Any] = field(default_factory=dict)
 
 
@@ -83,6 +86,9 @@ def routes(period: str, detail_id: int, member_slug: str) -> list[Route]:
         Route("usage for a month, member", "member",
               f"/api/v1/billing/usage/?tenant={member_slug}&period={period}", **page),
         Route("invoice list, admin (50 of 1000)", "admin", "/api/v1/billing/invoices/", **page),
+        # Reported, no target: the admin page while a tenant is written 10 times a second (each write empties
+        # every process's answer cache, so the first read after it per process is a miss).
+        Route("tenant list, admin, 10 writes/s", "admin", "/api/v1/tenants/", writes_per_s=10.0),
     ]
 
 
@@ -313,6 +319,38 @@ def count_queries(route: Route, token: str | None) -> tuple[int, int]:
     return response.status_code, len(ctx.captured_queries)
 
 
+def uncached_cpu_ms(route: Route, token: str | None, n: int) -> float:
+    """inprocess_cpu_ms with the answer cache off (gpufleet/api/answercache.py): every request a miss."""
+    from gpufleet.api.answercache import answer_cache
+
+    cache = answer_cache()
+    if cache is None:
+        return inprocess_cpu_ms(route, token, n)
+    held, cache.max_bytes = cache.max_bytes, 0
+    try:
+        return inprocess_cpu_ms(route, token, n)
+    finally:
+        cache.max_bytes = held
+
+
+class Writer(threading.Thread):
+    """Writes one tenant row `per_s` times a second on its own connection, as a reconcile would."""
+
+    def __init__(self, url: str, tenant_id: int, per_s: float) -> None:
+        super().__init__(daemon=True)
+        self.url, self.tenant_id, self.interval = url, tenant_id, 1 / per_s
+        self.stop = threading.Event()
+        self.writes = 0
+
+    def run(self) -> None:
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            while not self.stop.wait(self.interval):
+                conn.execute("UPDATE tenants_tenant SET updated = now() WHERE id = %s", [self.tenant_id])
+                self.writes += 1
+
+
 def inprocess_cpu_ms(route: Route, token: str | None, n: int) -> float:
     """CPU ms per request of the whole Django stack, in this process, one request at a time (after a
     warm-up; the best of 5 batches). Other load on the machine slows it far less than it slows req/s:
@@ -333,7 +371,7 @@ def profile(route: Route, token: str | None, n: int = 200) -> str:
 
     client = _client(token)
     client.get(route.path)
-    prof = cProfile.Profile()
+    prof = cProfile.Profile(time.process_time)  # CPU time: waiting on PostgreSQL is not our cost here
     started = time.perf_counter()
     prof.enable()
     for _ in range(n):
@@ -341,7 +379,8 @@ def profile(route: Route, token: str | None, n: int = 200) -> str:
     prof.disable()
     per = (time.perf_counter() - started) / n * 1000
     out = StringIO()
-    pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(20)
+    order, top = os.environ.get("BENCH_PROFILE_SORT", "tottime"), int(os.environ.get("BENCH_PROFILE_TOP", "20"))
+    pstats.Stats(prof, stream=out).sort_stats(order).print_stats(top)
     return f"{route.name}: {per:.2f} ms per request in-process (under cProfile)\n{out.getvalue()}"
 
 
@@ -481,6 +520,8 @@ def main() -> int:
     parser.add_argument("--set", dest="sets", action="append", default=[], help="chart value, e.g. web.workers=16")
     parser.add_argument("--only", action="append", default=[], help="routes whose name contains this")
     parser.add_argument("--inprocess", type=int, default=50, help="requests per route for the in-process CPU figure")
+    parser.add_argument("--no-answer-cache", action="store_true",
+                        help="run the server with GPUFLEET_API_CACHE_BYTES=0 (every read computed)")
     parser.add_argument("--no-load", action="store_true", help="only the SQL counts and in-process CPU figures")
     parser.add_argument("--profile", action="store_true", help="cProfile each route in-process (no load run)")
     parser.add_argument("--python-client", action="store_true", help="use the threaded http.client client")
@@ -494,8 +535,11 @@ def main() -> int:
     chart_argv, config, web = chart_web(args.sets)
     tmp = Path(tempfile.mkdtemp(prefix="gpufleet-bench-api-"))
     env = server_env(config, url, tmp)
+    if args.no_answer_cache:
+        env["GPUFLEET_API_CACHE_BYTES"] = "0"
     os.environ.update({k: v for k, v in env.items() if k not in ("PATH", "PYTHONPATH", "HOME")})
-    seed_file = tmp.parent / "gpufleet-bench-api.seed.json"
+    # Per database: engineers sharing a machine (and /tmp) each keep their own.
+    seed_file = tmp.parent / f"gpufleet-bench-api.{url.rsplit('/', 1)[1]}.seed.json"
     if not args.reuse_db:
         _recreate_database(url)
     import django
@@ -508,6 +552,7 @@ def main() -> int:
 
     if args.reuse_db and seed_file.exists():
         seeded = json.loads(seed_file.read_text())
+        call_command("migrate", verbosity=0)  # the branch may add migrations since the seed (a no-op if not)
         print(f"setup: reusing {url.rsplit('/', 1)[1]}")
     else:
         started = time.perf_counter()
@@ -528,9 +573,11 @@ def main() -> int:
         if status != 200:
             sys.exit(f"{route.name}: GET {route.path} answered {status} in-process")
         route.cpu_inprocess = inprocess_cpu_ms(route, tokens[route.caller], args.inprocess)
+        route.cpu_uncached = uncached_cpu_ms(route, tokens[route.caller], args.inprocess)
     if args.no_load:
         for route in plan:
-            print(f"{route.name:38} {route.queries:3d} SQL  {route.cpu_inprocess:7.2f} CPU ms/req in-process  "
+            print(f"{route.name:38} {route.queries:3d} SQL  {route.cpu_inprocess:7.2f} CPU ms/req in-process "
+                  f"({route.cpu_uncached:6.2f} uncached)  "
                   f"load {loadavg()}")
         connection.close()
         if not args.keep_db:
@@ -567,7 +614,13 @@ def main() -> int:
             run(port, route, tokens[route.caller], args.clients, 1)  # warm-up: connections, caches
             db_pids = db_backend_pids(url)
             before, db_before = _cpu_ticks(pids), _cpu_ticks(db_pids)
+            writer = Writer(url, seeded["detail_id"], route.writes_per_s) if route.writes_per_s else None
+            if writer:
+                writer.start()
             result = run(port, route, tokens[route.caller], args.clients, args.duration)
+            if writer:
+                writer.stop.set()
+                writer.join()
             hz = os.sysconf("SC_CLK_TCK")
             result["cpu_ms"] = _spent(before, _cpu_ticks(pids)) / hz * 1000 / max(1, result["requests"])
             result["db_cpu_ms"] = (_spent(db_before, _cpu_ticks(db_pids)) / hz * 1000 / max(1, result["requests"])
@@ -588,21 +641,29 @@ def main() -> int:
     floor = plan[0].result["rps"]
     print()
     print(f"{'route':38} {'req/s':>7} {'p50 ms':>7} {'p99 ms':>7} {'x floor':>7} {'SQL':>4} {'in-proc':>8} "
-          f"{'app CPU':>8} {'db CPU':>7} {'err':>4}  load")
-    print(f"{'':38} {'':>7} {'':>7} {'':>7} {'':>7} {'/req':>4} {'CPU ms':>8} {'ms/req':>8} {'ms/req':>7} {'':>4}")
+          f"{'uncached':>8} {'app CPU':>8} {'db CPU':>7} {'err':>4}  load")
+    print(f"{'':38} {'':>7} {'':>7} {'':>7} {'':>7} {'/req':>4} {'CPU ms':>8} {'CPU ms':>8} {'ms/req':>8} "
+          f"{'ms/req':>7} {'':>4}")
     for route in plan:
         r = route.result
         db = f"{r['db_cpu_ms']:.2f}" if r["db_cpu_ms"] is not None else "n/a"
         print(f"{route.name:38} {r['rps']:7.0f} {r['p50_ms']:7.1f} {r['p99_ms']:7.1f} {r['rps'] / floor:7.2f} "
-              f"{route.queries:4d} {route.cpu_inprocess:8.2f} {r['cpu_ms']:8.2f} {db:>7} {r['errors']:4d}  {r['load']}")
+              f"{route.queries:4d} {route.cpu_inprocess:8.2f} {route.cpu_uncached:8.2f} {r['cpu_ms']:8.2f} {db:>7} "
+              f"{r['errors']:4d}  {r['load']}")
     print()
     for route in plan[1:]:
         r = route.result
+        if route.rps is None:
+            continue
         ok = r["rps"] >= route.rps and r["p99_ms"] <= route.p99_ms and r["errors"] == 0
         print(f"  {'PASS' if ok else 'FAIL'}  {route.name}: {r['rps']:.0f} req/s >= {route.rps:.0f}, "
               f"p99 {r['p99_ms']:.0f} ms <= {route.p99_ms:.0f} ms, {r['errors']} errors")
         if not ok:
             failures.append(route.name)
+    cache = "off (--no-answer-cache)" if args.no_answer_cache else "on"
+    print(f"answer cache: {cache}. Each route asks one URL again and again, so with the cache on a load run measures")
+    print("  cache hits (the first request per process is a miss), except where writes are made during it;")
+    print("  'uncached' is the in-process CPU of a miss, i.e. of the answer computed from the database.")
     print("in-proc CPU ms: the Django stack in the benchmark's process, one request at a time (load-insensitive-ish);")
     print("app/db CPU ms: gunicorn's processes / PostgreSQL's backends during the load run, per request served.")
     print(f"load average at the end: {loadavg()} (2 cores; other work on the machine depresses req/s, not CPU ms/req)")

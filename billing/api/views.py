@@ -17,6 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from gpufleet.accounts.roles import is_billing_admin
+from gpufleet.api.answercache import CachedReadsMixin
 from gpufleet.api.permissions import IsBillingAdmin
 from gpufleet.api.prefetch import attach_rows
 from gpufleet.api.representation import row_lookups
@@ -57,7 +58,7 @@ INVOICE_READ_COLUMNS = ("id", "number", "tenant", "period", "currency", "state",
 LINE_COLUMNS = row_lookups(InvoiceLineSerializer)
 
 
-class InvoiceViewSet(ScopedReadOnlyViewSet):
+class InvoiceViewSet(CachedReadsMixin, ScopedReadOnlyViewSet):
     queryset = Invoice.objects.select_related("tenant", "replaces")
     serializer_class = InvoiceSerializer
 
@@ -164,7 +165,7 @@ def _period(value: str | None):  # type: ignore[no-untyped-def]
 PERIOD_PARAM = OpenApiParameter("period", OpenApiTypes.STR, required=True, description="billing month, YYYY-MM")
 
 
-class UsageView(APIView):
+class UsageView(CachedReadsMixin, APIView):
     """GET ?tenant=SLUG&period=YYYY-MM: usage by day and flavor (members of the tenant)."""
 
     @extend_schema(parameters=[OpenApiParameter("tenant", OpenApiTypes.STR, required=True), PERIOD_PARAM],

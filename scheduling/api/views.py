@@ -15,6 +15,7 @@ from rest_framework.response import Response
 from rest_framework.serializers import Serializer
 
 from gpufleet.accounts.roles import is_platform_admin
+from gpufleet.api.answercache import CachedReadsMixin
 from gpufleet.api.prefetch import as_rows
 from gpufleet.api.representation import row_lookups
 from gpufleet.api.viewsets import ScopedReadOnlyViewSet, ScopedViewSetMixin
@@ -105,7 +106,7 @@ TENANT_FILTER = OpenApiParameter("tenant", OpenApiTypes.STR, description="tenant
 
 @extend_schema_view(list=extend_schema(parameters=[TENANT_FILTER, OpenApiParameter("flavor", OpenApiTypes.STR),
                                                   OpenApiParameter("cluster", OpenApiTypes.STR)]))
-class QuotaViewSet(TenantWriteMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin,
+class QuotaViewSet(CachedReadsMixin, TenantWriteMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin,
                    viewsets.ReadOnlyModelViewSet):
     """Read: members see their tenants' quotas. Write (direct edit, delete): platform admins, audited;
     tenant admins go through quota requests."""

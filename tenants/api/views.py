@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from gpufleet.accounts.roles import is_platform_admin
+from gpufleet.api.answercache import CachedReadsMixin
 from gpufleet.api.prefetch import as_rows, attach_rows
 from gpufleet.api.representation import model_rows, row_lookups
 from gpufleet.api.viewsets import ScopedModelViewSet
@@ -46,7 +47,7 @@ def member_rows():  # type: ignore[no-untyped-def]
     return Membership.objects.order_by("user__username")
 
 
-class TenantViewSet(TenantIsolationActions, ScopedModelViewSet):
+class TenantViewSet(CachedReadsMixin, TenantIsolationActions, ScopedModelViewSet):
     queryset = Tenant.objects.all()
     serializer_class = TenantSerializer
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]

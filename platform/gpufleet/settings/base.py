@@ -158,6 +158,9 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "gpufleet.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
+# Rendered GET answers kept per process, keyed by caller, request and the fleet's data version
+# (gpufleet/api/answercache.py); 0 turns the cache off.
+GPUFLEET_API_CACHE_BYTES = int(env("GPUFLEET_API_CACHE_BYTES", str(32 * 1024 * 1024)) or 0)
 SPECTACULAR_SETTINGS = {
     "TITLE": "gpufleet API",
     "DESCRIPTION": "Tenants, quotas, usage and invoices of a shared GPU fleet.",
