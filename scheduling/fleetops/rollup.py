@@ -103,6 +103,14 @@ def _ms(moment: datetime) -> int:
     return int(moment.timestamp()) * 1000
 
 
+def _stamp(end_ms: int) -> int:
+    """Where a value for the interval ending at `end_ms` is recorded: 1 ms before the end, inside the
+    interval. A sample exactly at midnight is in the next day's index, and VictoriaMetrics 1.79 did not
+    find a series whose only sample sat at a range query's last point on midnight (measured: the last
+    hour of a day rolled up alone was missing from the report). Readers ask for the window (t - d, t]."""
+    return end_ms - 1
+
+
 def _at(unix: int) -> datetime:
     return datetime.fromtimestamp(unix, tz=UTC)
 
@@ -188,7 +196,7 @@ def _line(labels: dict[str, str], values: Sequence[int | float], stamps: Sequenc
 
 
 def _coverage_lines(kind: str, fingerprint: str, rev: int, start: datetime, end: datetime) -> list[str]:
-    stamps = [_ms(h + HOUR) for h in hours(start, end)]
+    stamps = [_stamp(_ms(h + HOUR)) for h in hours(start, end)]
     labels = {"__name__": COVERAGE_METRIC, "kind": kind, "fingerprint": fingerprint, "rev": str(rev)}
     return [_line(labels, [rev] * len(stamps), stamps)]
 
@@ -241,10 +249,10 @@ def idle_lines(bits: dict[tuple[str, ...], measure.SlotBits], options: measure.O
             for part, value in (("profiling", p), ("gpu_util", mask & ~p)):
                 if value:
                     series[part][0].append(_exact(value))
-                    series[part][1].append(end_t * 1000)
+                    series[part][1].append(_stamp(end_t * 1000))
             if mask and end_t in slot_bits.peaks:
                 series["peak"][0].append(float(slot_bits.peaks[end_t]))
-                series["peak"][1].append(end_t * 1000)
+                series["peak"][1].append(_stamp(end_t * 1000))
             block += 1
         for part, (values, stamps) in series.items():
             if values:
@@ -364,7 +372,7 @@ def util_lines(rows: Iterable[measure.Utilisation], fingerprint: str, rev: int) 
         for name in UTIL_FIELDS:
             values, stamps = series[(row.tenant_slug, row.flavor, name)]
             values.append(_exact(int(getattr(row, name) * THOUSANDTHS)))
-            stamps.append(_ms(row.hour_start + HOUR))
+            stamps.append(_stamp(_ms(row.hour_start + HOUR)))
     return [_line({"__name__": UTIL_METRIC, "tenant": tenant, "flavor": flavor, "field": name,
                    "fingerprint": fingerprint, "rev": str(rev)}, values, stamps)
             for (tenant, flavor, name), (values, stamps) in sorted(series.items())]

@@ -128,3 +128,26 @@ def test_utilisation_from_rollups_equals_the_raw_path(metrics, seed: int) -> Non
     reweighted = (FLAVORS[0], measure.FlavorSpec("a100-3g", "mig", FLAVORS[1].model_name, Decimal("0.5"), "3g.40gb"))
     assert rollup.utilisation(client, reweighted, T0, END, OPTIONS) == (
         measure.utilisation(client, reweighted, T0, END, OPTIONS), HOURS)
+
+
+def test_an_hour_ending_at_midnight_rolled_up_alone_is_read(metrics) -> None:  # type: ignore[no-untyped-def]
+    """Regression: a recorded value stamped exactly at midnight (the hour's end) was not found by
+    VictoriaMetrics 1.79 when it was the series' only sample; values are recorded 1 ms before the end."""
+    start = T0.replace(hour=22)
+    end = start + timedelta(hours=3)
+    tl = Timeline(start=start, end=end, interval=INTERVAL, phase=7)
+    lines: list[str] = []
+    for number, (a, b) in enumerate(((start, end), (start + timedelta(hours=1), start + timedelta(hours=2)))):
+        gpu = Gpu(f"GPU-M{number}", FLAVORS[0].model_name, index=number,
+                  holds=(Hold(f"tenant-m{number}", f"pod-m{number}", a, b),))
+        lines += gpu_activity_lines(tl, gpu, (Activity(a, a + timedelta(minutes=100), engine=0.0, dram=0.0, fb_mib=64),
+                                              Activity(a + timedelta(minutes=100), b, engine=0.5, dram=0.5)))
+    metrics.import_prometheus(lines)
+    client = MetricsClient(metrics.url)
+    midnight_hour = start + timedelta(hours=1)
+    rollup.rollup_idle(client, midnight_hour, midnight_hour + timedelta(hours=1), OPTIONS, DEFAULT, LATER)
+    rollup.rollup_utilisation(client, FLAVORS, midnight_hour, midnight_hour + timedelta(hours=1), OPTIONS, LATER)
+    assert _rolled(client, start, end, DEFAULT) == (_raw(client, start, end, DEFAULT), 2)
+    rows = measure.utilisation(client, FLAVORS, start, end, OPTIONS)
+    assert any(r.tenant_slug == "m1" for r in rows)
+    assert rollup.utilisation(client, FLAVORS, start, end, OPTIONS) == (rows, 2)
