@@ -125,7 +125,7 @@ def utilisation(start: datetime, end: datetime, *, tenants: list[str] | None = N
 def late_allowance() -> timedelta:
     from django.conf import settings as django_settings
 
-    return timedelta(seconds=int(getattr(django_settings, "GPUFLEET_FLEETOPS_LATE_SECONDS", 3600)))
+    return timedelta(seconds=int(django_settings.GPUFLEET_FLEETOPS_LATE_SECONDS))
 
 
 def rollup_window(start: datetime, end: datetime, *, now: datetime, force: bool = False,
@@ -156,7 +156,7 @@ def rollup_recent(now: datetime, client: Any = None) -> dict[str, int]:
     final yet, so samples arriving up to the late allowance after an hour are counted)."""
     from django.conf import settings as django_settings
 
-    horizon = int(getattr(django_settings, "GPUFLEET_FLEETOPS_ROLLUP_HOURS", 48))
+    horizon = int(django_settings.GPUFLEET_FLEETOPS_ROLLUP_HOURS)
     end = rollup.settled_until(now, options())
     return rollup_window(end - timedelta(hours=horizon), end, now=now, client=client)
 
