@@ -141,6 +141,15 @@ class MetricsClient:
         params = {"query": query, "start": _unix(start), "end": _unix(end), "step": f"{step_seconds}s"}
         return self._query("/api/v1/query_range", params)
 
+    def export_lines(self, selector: str, start: datetime | int | Decimal, end: datetime | int | Decimal) -> list[str]:
+        """Raw samples of the series matching `selector` in [start, end], as VictoriaMetrics' JSON lines
+        (`/api/v1/export`: one series per line, ms timestamps, no step evaluation). Decoding is the caller's."""
+        if not self.victoria_metrics:
+            raise PermanentError("reading recorded series needs VictoriaMetrics' /api/v1/export")
+        params = {"match[]": selector, "start": _unix(start), "end": _unix(end)}
+        return http.retry_transient(lambda: self._send("POST", "/api/v1/export", params, "export").text.splitlines(),
+                                    attempts=self.attempts, pause=lambda attempt: min(0.2 * (attempt + 1), 1.0))
+
     def import_json_lines(self, lines: Iterable[str], *, batch_bytes: int = 16_000_000) -> None:
         """Write series in VictoriaMetrics' JSON-line format (`/api/v1/import`), then flush, so that a
         query after this call sees them (recorded roll-ups: data is written before its coverage record)."""
@@ -162,15 +171,20 @@ class MetricsClient:
         self._write("POST", "/api/v1/import", "\n".join(batch).encode())
 
     def _write(self, method: str, path: str, body: bytes | None) -> None:
+        self._send(method, path, body, "write")
+
+    def _send(self, method: str, path: str, data: bytes | dict[str, str] | None, what: str) -> requests.Response:
+        """One request outside the query API (import, flush, export): 5xx transient, 4xx permanent."""
         self.requests_made += 1
         with http.network_errors_are_transient("metrics server", timeout_delay=30, unreachable_delay=15):
-            response = self.session.request(method, f"{self.base_url}{path}", data=body,
+            response = self.session.request(method, f"{self.base_url}{path}", data=data,
                                             timeout=self.timeouts.as_tuple())
         if response.status_code >= 500:
             raise TransientError(f"metrics server error {response.status_code}: {response.text[:300]}",
                                  delay=_retry_after(response, 15))
         if response.status_code >= 400:
-            raise PermanentError(f"metrics write rejected ({response.status_code}): {response.text[:300]}")
+            raise PermanentError(f"metrics {what} rejected ({response.status_code}): {response.text[:300]}")
+        return response
 
     def _query(self, path: str, params: dict[str, str]) -> list[Series]:
         if self.victoria_metrics:
