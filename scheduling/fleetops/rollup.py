@@ -442,19 +442,41 @@ def utilisation(client: Reader, flavors: Sequence[FlavorSpec], start: datetime, 
     use = final_hours(coverage(client, UTIL, fingerprint, start, end), late_allowance)
     revs = {int(hour.timestamp()): rev for hour, rev in use.items()}
     slot_of = {name: i for i, name in enumerate(UTIL_FIELDS)}
-    fields: dict[tuple[int, str, str], list[int | None]] = {}
+    # {(tenant, flavor): {hour: five thousandths}}: one dict per series pair, no tuple per sample.
+    fields: dict[tuple[str, str], dict[int, list[int | None]]] = {}
     selector = f'{{__name__="{UTIL_METRIC}", fingerprint="{fingerprint}"}}'
+    width = len(UTIL_FIELDS)
     for labels, rev, values, stamps in _export(client, selector, use):
-        tenant, flavor, i = labels.get("tenant", ""), labels.get("flavor", ""), slot_of.get(labels.get("field", ""))
+        i = slot_of.get(labels.get("field", ""))
         if i is None:
             continue
+        by_hour = fields.setdefault((labels.get("tenant", ""), labels.get("flavor", "")), {})
         for value, stamp in zip(values, stamps, strict=True):
             hour = (stamp + 1) // 1000 - 3600
             if revs.get(hour) == rev:
-                fields.setdefault((hour, tenant, flavor), [None] * len(UTIL_FIELDS))[i] = int(value)
-    # Thousandths back to the 0.001-quantized Decimals measure.utilisation gives (scaleb keeps 3 places).
-    rows = [measure.Utilisation(_at(hour), tenant, flavor, *(Decimal(v).scaleb(-3) for v in values))
-            for (hour, tenant, flavor), values in fields.items() if None not in values]
+                row = by_hour.get(hour)
+                if row is None:
+                    row = by_hour[hour] = [None] * width
+                row[i] = int(value)
+    # Thousandths back to the 0.001-quantized Decimals measure.utilisation gives (scaleb keeps 3 places);
+    # a month repeats few distinct values (whole hours of whole GPUs), so each is built once.
+    decimals: dict[int, Decimal] = {}
+    moments: dict[int, datetime] = {}
+
+    def dec(v: int) -> Decimal:
+        out = decimals.get(v)
+        if out is None:
+            out = decimals[v] = Decimal(v).scaleb(-3)
+        return out
+
+    rows = []
+    for (tenant, flavor), by_hour in fields.items():
+        for hour, v in by_hour.items():
+            if None in v:
+                continue
+            moment = moments.get(hour) or moments.setdefault(hour, _at(hour))
+            rows.append(measure.Utilisation(moment, tenant, flavor, dec(v[0]), dec(v[1]), dec(v[2]),  # type: ignore[arg-type]
+                                            dec(v[3]), dec(v[4])))  # type: ignore[arg-type]
     missing = [h for h in hours(start, end) if h not in use]
     for lower, upper in _ranges(missing):
         rows += measure.utilisation(client, flavors, lower, upper, options)
