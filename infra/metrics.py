@@ -17,7 +17,7 @@ imported or back-filled after a first query is never hidden by the cache (billin
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
@@ -140,6 +140,51 @@ class MetricsClient:
             raise ValueError("step must be positive")
         params = {"query": query, "start": _unix(start), "end": _unix(end), "step": f"{step_seconds}s"}
         return self._query("/api/v1/query_range", params)
+
+    def export_lines(self, selector: str, start: datetime | int | Decimal, end: datetime | int | Decimal) -> list[str]:
+        """Raw samples of the series matching `selector` in [start, end], as VictoriaMetrics' JSON lines
+        (`/api/v1/export`: one series per line, ms timestamps, no step evaluation). Decoding is the caller's."""
+        if not self.victoria_metrics:
+            raise PermanentError("reading recorded series needs VictoriaMetrics' /api/v1/export")
+        params = {"match[]": selector, "start": _unix(start), "end": _unix(end)}
+        return http.retry_transient(lambda: self._send("POST", "/api/v1/export", params, "export").text.splitlines(),
+                                    attempts=self.attempts, pause=lambda attempt: min(0.2 * (attempt + 1), 1.0))
+
+    def import_json_lines(self, lines: Iterable[str], *, batch_bytes: int = 16_000_000) -> None:
+        """Write series in VictoriaMetrics' JSON-line format (`/api/v1/import`), then flush, so that a
+        query after this call sees them (recorded roll-ups: data is written before its coverage record)."""
+        if not self.victoria_metrics:
+            raise PermanentError("recording series needs VictoriaMetrics' /api/v1/import")
+        batch: list[str] = []
+        size = 0
+        for line in lines:
+            batch.append(line)
+            size += len(line) + 1
+            if size >= batch_bytes:
+                self._post_import(batch)
+                batch, size = [], 0
+        if batch:
+            self._post_import(batch)
+        self._write("GET", "/internal/force_flush", None)
+
+    def _post_import(self, batch: list[str]) -> None:
+        self._write("POST", "/api/v1/import", "\n".join(batch).encode())
+
+    def _write(self, method: str, path: str, body: bytes | None) -> None:
+        self._send(method, path, body, "write")
+
+    def _send(self, method: str, path: str, data: bytes | dict[str, str] | None, what: str) -> requests.Response:
+        """One request outside the query API (import, flush, export): 5xx transient, 4xx permanent."""
+        self.requests_made += 1
+        with http.network_errors_are_transient("metrics server", timeout_delay=30, unreachable_delay=15):
+            response = self.session.request(method, f"{self.base_url}{path}", data=data,
+                                            timeout=self.timeouts.as_tuple())
+        if response.status_code >= 500:
+            raise TransientError(f"metrics server error {response.status_code}: {response.text[:300]}",
+                                 delay=_retry_after(response, 15))
+        if response.status_code >= 400:
+            raise PermanentError(f"metrics {what} rejected ({response.status_code}): {response.text[:300]}")
+        return response
 
     def _query(self, path: str, params: dict[str, str]) -> list[Series]:
         if self.victoria_metrics:

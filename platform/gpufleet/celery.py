@@ -48,5 +48,8 @@ def _schedule_periodic(sender: Celery, **_: object) -> None:
 
     sender.add_periodic_task(crontab(minute=5), sender.signature("billing.collect_recent"),
                              name="collect GPU usage")
+    # Fleet operations: hourly roll-ups of idle slots and utilisation, once each hour has settled.
+    sender.add_periodic_task(crontab(minute=25), sender.signature("scheduling.fleetops.tasks.rollup_recent"),
+                             name="roll up fleet idle and utilisation hours")
     sender.add_periodic_task(crontab(minute=30, hour=1, day_of_month=1),
                              sender.signature("billing.draft_previous_month"), name="draft monthly invoices")

@@ -1,11 +1,14 @@
 """`gpufleet fleet idle | utilisation` (registered by scheduling.fleet_cli): fleet operations from the TSDB.
 
 `gpufleet fleet idle --start ISO --end ISO [--tenant SLUG] [--min-idle MINUTES] --json` and
-`gpufleet fleet utilisation --start ISO --end ISO [--tenant SLUG] --json` (JSON for scripts).
+`gpufleet fleet utilisation --start ISO --end ISO [--tenant SLUG] --json` (JSON for scripts), and
+`gpufleet fleet rollup --start ISO --end ISO [--force] [--json]` (backfill of the hourly roll-ups).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -13,6 +16,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from billing.management.commands._billing_cli import dumps, parse_time
 from billing.metering.usage import MeteringInputError
+from gpufleet import clock
 from infra.errors import PermanentError, TransientError
 from scheduling.fleet_cli import Subcommand
 from scheduling.fleetops import service
@@ -35,6 +39,17 @@ def _utilisation_args(parser: CommandParser) -> None:
     parser.add_argument("--json", action="store_true")
 
 
+@contextmanager
+def _as_command_errors() -> Iterator[None]:
+    """Bad input and TSDB failures as command errors (the message names the option where there is one)."""
+    try:
+        yield
+    except MeteringInputError as exc:
+        raise CommandError(f"--{exc.field}: {exc.reason}") from exc
+    except (TransientError, PermanentError) as exc:
+        raise CommandError(str(exc)) from exc
+
+
 def _run(command: BaseCommand, verb: str, opts: dict[str, Any]) -> None:
     start, end = parse_time(str(opts["start"]), "start"), parse_time(str(opts["end"]), "end")
     if end <= start:
@@ -43,7 +58,7 @@ def _run(command: BaseCommand, verb: str, opts: dict[str, Any]) -> None:
     if tenant is not None and not Tenant.objects.filter(slug=tenant).exists():
         raise CommandError(f"--tenant: no tenant with slug {tenant!r}")
     tenants = [str(tenant)] if tenant else None
-    try:
+    with _as_command_errors():
         if verb == "idle":
             minimum = opts.get("min_idle")
             if minimum is not None and int(minimum) < 1:  # type: ignore[call-overload]
@@ -55,10 +70,6 @@ def _run(command: BaseCommand, verb: str, opts: dict[str, Any]) -> None:
                 if moment != moment.replace(minute=0, second=0, microsecond=0):
                     raise CommandError(f"--{name}: utilisation is per hour; give a whole hour")
             rows = service.utilisation(start, end, tenants=tenants)
-    except MeteringInputError as exc:
-        raise CommandError(f"--{exc.field}: {exc.reason}") from exc
-    except (TransientError, PermanentError) as exc:
-        raise CommandError(str(exc)) from exc
     if opts.get("json"):
         command.stdout.write(dumps(rows))
         return
@@ -73,9 +84,31 @@ def _run(command: BaseCommand, verb: str, opts: dict[str, Any]) -> None:
                               f"active {row['active_seconds']} s efficiency {row['efficiency']}")
 
 
+def _rollup_args(parser: CommandParser) -> None:
+    parser.add_argument("--start", required=True, help="a whole hour (UTC)")
+    parser.add_argument("--end", required=True, help="a whole hour; hours not settled yet are left out")
+    parser.add_argument("--force", action="store_true", help="recompute hours that already have a final roll-up")
+    parser.add_argument("--json", action="store_true")
+
+
+def _rollup(command: BaseCommand, opts: dict[str, Any]) -> None:
+    """Backfill: roll up the settled hours of a window (what the hourly task does for recent hours)."""
+    start, end = parse_time(str(opts["start"]), "start"), parse_time(str(opts["end"]), "end")
+    if end <= start:
+        raise CommandError("--end: must be after --start")
+    with _as_command_errors():
+        done = service.rollup_window(start, end, now=clock.now(), force=bool(opts.get("force")))
+    if opts.get("json"):
+        command.stdout.write(dumps(done))
+        return
+    command.stdout.write(f"rolled up {done['util']} utilisation hours and {done['idle']} idle hours")
+
+
 SUBCOMMANDS = {
     "idle": Subcommand("allocations idle for at least the minimum run, with their cost", _idle_args,
                        lambda command, o: _run(command, "idle", o)),
     "utilisation": Subcommand("allocated vs active GPU-seconds per tenant and flavor", _utilisation_args,
                               lambda command, o: _run(command, "utilisation", o)),
+    "rollup": Subcommand("roll up settled hours of idle slots and utilisation into the TSDB (backfill)",
+                         _rollup_args, _rollup),
 }

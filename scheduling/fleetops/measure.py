@@ -299,15 +299,51 @@ def _identity(labels: dict[str, str]) -> tuple[str, ...]:
     return tuple(named.get(name, "") for name in DCGM_IDENTITY)
 
 
+@dataclass
+class SlotBits:
+    """One DCGM allocation's final idle slots (after replica merge and gap bridging) in a window.
+
+    Bit i of `idle` / `profiling` is global slot `base + i` (slot g covers [g·s, (g+1)·s)); `profiling` is
+    the subset of `idle` whose sample was below the profiling thresholds (the rest is the GPU_UTIL
+    fallback). `peaks`: block end (unix s) -> peak FB_USED MiB of a low sample in that block, kept only for
+    blocks holding an idle slot (no other block can touch a run). A slot's bit does not depend on the window
+    it was measured in (bridging reads at most N + 1 slots beyond it and the query reads a block of context
+    on each side), so bits measured over different windows can be OR-ed together (`rollup`)."""
+
+    base: int
+    idle: int
+    profiling: int
+    peaks: dict[int, Decimal] = field(default_factory=dict)
+
+    def merge(self, other: SlotBits) -> None:
+        """OR `other` into this (rebasing to the lower base); peaks of one block: the larger."""
+        if other.base < self.base:
+            shift = self.base - other.base
+            self.idle, self.profiling, self.base = self.idle << shift, self.profiling << shift, other.base
+        shift = other.base - self.base
+        self.idle |= other.idle << shift
+        self.profiling |= other.profiling << shift
+        for t, value in other.peaks.items():
+            self.peaks[t] = max(self.peaks.get(t, value), value)
+
+
 def dcgm_idle_runs(client: RangeQuerier, queries: ActivityQueries, index: FlavorIndex, start: datetime,
                    end: datetime, options: Options, skip_devices: set[str] = frozenset()) -> list[IdleRun]:  # type: ignore[assignment]
-    """Idle runs of whole GPUs and MIG instances from per-series slot masks (`promql.slot_masks`).
+    """Idle runs of whole GPUs and MIG instances from per-series slot masks (`promql.slot_masks`)."""
+    bits = dcgm_idle_bits(client, queries, start, end, options)
+    return runs_from_bits(bits, index, options, skip_devices, int(end.timestamp()))
+
+
+def dcgm_idle_bits(client: RangeQuerier, queries: ActivityQueries, start: datetime, end: datetime,
+                   options: Options) -> dict[tuple[str, ...], SlotBits]:
+    """Per DCGM identity: its idle slots inside [start, end) (`SlotBits`), every allocation (HAMi GPUs
+    and unknown flavors included: the caller filters).
 
     The TSDB reports, per raw series and block, which slots have a sample and which are idle; here the
     copies of an allocation (HA replicas, old label names) are OR-ed together, gaps of at most N missed
     scrapes between two samples are bridged with the state of the sample before them (billing's bridging
-    and the last-value carry), and the runs are read off with big-integer bit operations. The window is
-    widened by one block on both sides so bridging at its edges sees the samples beyond them."""
+    and the last-value carry). The window is widened by one block on both sides so bridging at its edges
+    sees the samples beyond them."""
     s, n = options.scrape_interval, options.max_gap_scrapes
     block = s * MASK_SLOTS
     window_start, window_end = int(start.timestamp()), int(end.timestamp())
@@ -342,13 +378,8 @@ def dcgm_idle_runs(client: RangeQuerier, queries: ActivityQueries, index: Flavor
                 offset = (int(sample.timestamp) // s - MASK_SLOTS - base) // 8
                 blocks[offset] = blocks.get(offset, 0) | int(sample.value)
         cursor = upper + block
-    out = []
+    out: dict[tuple[str, ...], SlotBits] = {}
     for key, by_part in parts.items():
-        labels = dict(zip(DCGM_IDENTITY, key, strict=True))
-        tenant = _tenant(labels["namespace"])
-        flavor = index.dcgm(labels["modelName"], labels["GPU_I_PROFILE"])
-        if tenant is None or flavor is None or labels["UUID"] in skip_devices:
-            continue
         offsets = [offset for blocks in by_part.values() for offset in blocks]
         low, size = min(offsets), max(offsets) + width - min(offsets)
         ints = {part: _bits(blocks, low, size, width) for part, blocks in by_part.items()}
@@ -358,7 +389,37 @@ def dcgm_idle_runs(client: RangeQuerier, queries: ActivityQueries, index: Flavor
         idle |= _bridged_idle(present, idle, n)
         lo, hi = max(window_start // s - key_base, 0), min(window_end // s - key_base, size * 8)
         idle &= ((1 << hi) - 1) ^ ((1 << lo) - 1) if hi > lo else 0  # slot bits inside the window
-        for first, length in _ones(idle):
+        if not idle:
+            continue
+        held = peaks.get(key, {})
+        out[key] = SlotBits(key_base, idle, prof & idle,
+                            {t: v for t, v in held.items() if _block_bits(idle, key_base, t, s)})
+    return out
+
+
+def _block_bits(bits: int, base: int, block_end: int, s: int) -> int:
+    """The MASK_SLOTS bits of the block ending at `block_end` (bit j = its j-th slot)."""
+    first = block_end // s - MASK_SLOTS - base
+    if first < 0:
+        return (bits << -first) & ((1 << MASK_SLOTS) - 1)
+    return (bits >> first) & ((1 << MASK_SLOTS) - 1)
+
+
+def runs_from_bits(bits: dict[tuple[str, ...], SlotBits], index: FlavorIndex, options: Options,
+                   skip_devices: set[str] | frozenset[str], window_end: int) -> list[IdleRun]:
+    """The idle runs of allocations' idle slots (runs reaching `window_end` are ongoing). HAMi-managed
+    GPUs (`skip_devices`) and allocations of unknown tenants or flavors are left out."""
+    s = options.scrape_interval
+    block = s * MASK_SLOTS
+    out = []
+    for key, slot_bits in bits.items():
+        labels = dict(zip(DCGM_IDENTITY, key, strict=True))
+        tenant = _tenant(labels["namespace"])
+        flavor = index.dcgm(labels["modelName"], labels["GPU_I_PROFILE"])
+        if tenant is None or flavor is None or labels["UUID"] in skip_devices:
+            continue
+        key_base, prof = slot_bits.base, slot_bits.profiling
+        for first, length in _ones(slot_bits.idle):
             run_start, run_end = (key_base + first) * s, (key_base + first + length) * s
             run_bits = ((1 << length) - 1) << first
             out.append(IdleRun(
@@ -367,7 +428,7 @@ def dcgm_idle_runs(client: RangeQuerier, queries: ActivityQueries, index: Flavor
                 mig_instance=labels["GPU_I_ID"] if flavor.mode == MIG else "", flavor=flavor.name,
                 mode=flavor.mode, signal="profiling" if prof & run_bits else "gpu_util", end=_at(run_end),
                 ongoing=run_end >= window_end, idle_seconds=run_end - run_start,
-                memory_mib=_peak(peaks.get(key, {}), run_start, run_end, block), weight=flavor.weight))
+                memory_mib=_peak(slot_bits.peaks, run_start, run_end, block), weight=flavor.weight))
     return out
 
 

@@ -4,7 +4,7 @@ pure measurement (`measure`). Used by the CLI, the API and the pages."""
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -15,7 +15,7 @@ from billing.metering.usage import RangeQuerier
 from billing.models import Price
 from tenants.models import Tenant
 
-from . import measure, queues
+from . import measure, queues, rollup
 from .models import FleetSettings, TenantIdleSettings
 from .promql import Thresholds
 
@@ -72,14 +72,10 @@ def idle_findings(start: datetime, end: datetime, *, tenants: list[str] | None =
     fleet = FleetSettings.current()
     groups, per_tenant = threshold_groups(fleet)
     specs = billing_collect.flavor_specs()
-    if tenants is not None:
-        wanted = {f"{measure.TENANT_PREFIX}{slug}" for slug in tenants}  # DNS labels: no regex meta
-        groups = [measure.ThresholdGroup(g.thresholds, tuple(wanted) if g.namespaces is None else
-                                         tuple(ns for ns in g.namespaces if ns in wanted)) for g in groups]
-        # the default group now lists the wanted tenants explicitly; drop the ones another group owns
-        owned = {ns for g in groups[1:] for ns in (g.namespaces or ())}
-        groups[0] = measure.ThresholdGroup(groups[0].thresholds, tuple(sorted(set(groups[0].namespaces or ()) - owned)))
-    runs = measure.idle_runs(client or billing_collect.metrics_client(), specs, start, end, options(), groups)
+    # The fleet's groups select the roll-ups; a tenant filter narrows what is read and measured raw.
+    wanted = None if tenants is None else frozenset(f"{measure.TENANT_PREFIX}{slug}" for slug in tenants)
+    runs, _ = rollup.idle_runs(client or billing_collect.metrics_client(), specs, start, end, options(), groups,
+                               namespaces=wanted, late_allowance=late_allowance())
     currency = billing_conf.text("GPUFLEET_BILLING_CURRENCY")
     prices = _price_table(currency)
     modes = {s.name: s.mode for s in specs}
@@ -109,8 +105,8 @@ def idle_findings(start: datetime, end: datetime, *, tenants: list[str] | None =
 def utilisation(start: datetime, end: datetime, *, tenants: list[str] | None = None,
                 client: RangeQuerier | None = None) -> list[dict[str, Any]]:
     """Per tenant x flavor over [start, end) (whole hours): allocated, active, efficiency, memory."""
-    rows = measure.utilisation(client or billing_collect.metrics_client(), billing_collect.flavor_specs(),
-                               start, end, options())
+    rows, _ = rollup.utilisation(client or billing_collect.metrics_client(), billing_collect.flavor_specs(),
+                                 start, end, options(), late_allowance=late_allowance())
     totals: dict[tuple[str, str], list[Decimal]] = defaultdict(lambda: [Decimal(0)] * 5)
     for row in rows:
         if tenants is not None and row.tenant_slug not in tenants:
@@ -124,6 +120,45 @@ def utilisation(start: datetime, end: datetime, *, tenants: list[str] | None = N
              "allocated_gpu_equivalent_seconds": ga, "active_gpu_equivalent_seconds": gact,
              "average_memory_mib": (mem / a).quantize(Decimal("0.1")) if a else None}
             for (tenant, flavor), (a, act, ga, gact, mem) in sorted(totals.items())]
+
+
+def late_allowance() -> timedelta:
+    from django.conf import settings as django_settings
+
+    return timedelta(seconds=int(django_settings.GPUFLEET_FLEETOPS_LATE_SECONDS))
+
+
+def rollup_window(start: datetime, end: datetime, *, now: datetime, force: bool = False,
+                  client: Any = None) -> dict[str, int]:
+    """Roll up the settled whole hours in [start, end) that have no final roll-up with today's settings
+    and thresholds (`force`: all of them), a day per TSDB call; returns hours rolled up per kind."""
+    client = client or billing_collect.metrics_client()
+    opts, specs = options(), billing_collect.flavor_specs()
+    groups, _ = threshold_groups(FleetSettings.current())
+    done = {rollup.UTIL: 0, rollup.IDLE: 0}
+    for kind, fingerprint in ((rollup.UTIL, rollup.util_fingerprint(opts, specs)),
+                              (rollup.IDLE, rollup.idle_fingerprint(opts, groups))):
+        cov = rollup.coverage(client, kind, fingerprint, start, end)
+        for lower, upper in rollup.plan(cov, start, end, late_allowance(), force=force):
+            cursor = lower
+            while cursor < upper:
+                day_end = min(cursor + timedelta(days=1), upper)
+                if kind == rollup.UTIL:
+                    done[kind] += rollup.rollup_utilisation(client, specs, cursor, day_end, opts, now)
+                else:
+                    done[kind] += rollup.rollup_idle(client, cursor, day_end, opts, groups, now)
+                cursor = day_end
+    return done
+
+
+def rollup_recent(now: datetime, client: Any = None) -> dict[str, int]:
+    """The periodic pass: the last GPUFLEET_FLEETOPS_ROLLUP_HOURS settled hours (re-rolling the ones not
+    final yet, so samples arriving up to the late allowance after an hour are counted)."""
+    from django.conf import settings as django_settings
+
+    horizon = int(django_settings.GPUFLEET_FLEETOPS_ROLLUP_HOURS)
+    end = rollup.settled_until(now, options())
+    return rollup_window(end - timedelta(hours=horizon), end, now=now, client=client)
 
 
 def visible_tenants(user: Any) -> list[str] | None:

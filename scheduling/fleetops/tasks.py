@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from gpufleet import clock
 from infra import http
 
+from . import service
 from .models import FleetSettings, IdleNotice
 
 
@@ -21,3 +23,10 @@ def send_idle_webhook(notice_id: int) -> bool:
                                        "finding": notice.finding}, timeout=(3.05, 10.0))
     response.raise_for_status()
     return True
+
+
+@shared_task(name="scheduling.fleetops.tasks.rollup_recent", acks_late=True)
+def rollup_recent() -> dict[str, int]:
+    """Roll up the recently settled hours (idle slots, utilisation) into the TSDB. Idempotent: hours with a
+    final roll-up are skipped, others are (re)computed under a newer rev; two runs at once are harmless."""
+    return service.rollup_recent(clock.now())

@@ -291,3 +291,46 @@ def test_a_long_window_is_measured_in_chunks_with_the_same_runs(fleet) -> None: 
                       "--json"))  # type: ignore[arg-type]
     assert long["train-1"] == short["train-1"]
     assert long["mig-1"]["idle_seconds"] == 10800 and long["mig-1"]["end"] == m(240).isoformat()
+
+
+def test_rollups_by_backfill_and_task_give_the_same_numbers(fleet, settings) -> None:  # type: ignore[no-untyped-def]
+    """The CLI backfill and the hourly task record roll-ups; the same commands then read them (HAMi shares
+    still raw) and print exactly what they printed from raw samples. The task is idempotent."""
+    from infra.metrics import MetricsClient
+    from scheduling.fleetops import rollup, service, tasks
+    from tests.support.clock import pinned
+
+    window = ("--start", iso(m(0)), "--end", iso(m(240)), "--json")
+    before = [run("idle", *window), run("idle", *window, "--tenant", "bravo"), run("utilisation", *window)]
+    assert any(row["pod"] == "share-1" for row in before[1])  # the HAMi share is among them
+    # The task: hours settled by its pinned "now" (the last one is not, yet), then nothing new to do.
+    settings.GPUFLEET_FLEETOPS_ROLLUP_HOURS = 24 * 7
+    with pinned(m(240) + timedelta(minutes=10)):  # the last hour settles 20 min after its end
+        first = tasks.rollup_recent.apply().get()
+    assert first == {"util": 24 * 7, "idle": 24 * 7}  # every hour of the horizon (empty ones cost nothing)
+    client = MetricsClient(settings.GPUFLEET_METRICS_URL)
+    fingerprint = rollup.idle_fingerprint(service.options(), service.threshold_groups(FleetSettings.current())[0])
+    cov = rollup.coverage(client, rollup.IDLE, fingerprint, m(0), m(240))
+    assert sorted(cov) == [m(0), m(60), m(120)]  # the hour ending at m(240) had not settled
+    with pinned(m(240) + timedelta(hours=3)):
+        second = tasks.rollup_recent.apply().get()
+        assert second["idle"] >= 1  # the hours rolled up before they were final, and the new one
+        assert tasks.rollup_recent.apply().get() == {"util": 0, "idle": 0}  # all final: nothing to redo
+    after = [run("idle", *window), run("idle", *window, "--tenant", "bravo"), run("utilisation", *window)]
+    assert after == before
+    # The backfill command: everything is final already; --force recomputes, same numbers again.
+    assert run("rollup", "--start", iso(m(0)), "--end", iso(m(240)), "--json") == {"util": 0, "idle": 0}
+    assert run("rollup", "--start", iso(m(0)), "--end", iso(m(240)), "--force", "--json") == {"util": 4, "idle": 4}
+    assert [run("idle", *window), run("idle", *window, "--tenant", "bravo"), run("utilisation", *window)] == before
+    with pytest.raises(CommandError, match="--start"):
+        run("rollup", "--start", iso(m(0) + timedelta(minutes=5)), "--end", iso(m(240)))
+
+
+def test_beat_rolls_up_hourly() -> None:
+    from gpufleet.celery import app
+
+    app.finalize()
+    schedule = {entry["task"]: entry["schedule"] for entry in app.conf.beat_schedule.values()}
+    hourly = schedule["scheduling.fleetops.tasks.rollup_recent"]
+    assert hourly.minute == {25} and len(hourly.hour) == 24
+    assert "scheduling.fleetops.tasks.rollup_recent" in app.tasks

@@ -237,6 +237,10 @@ GPUFLEET_RECONCILE_ALL_SECONDS = int(env("GPUFLEET_RECONCILE_ALL_SECONDS", "300"
 GPUFLEET_SYNC_FLEET_SECONDS = int(env("GPUFLEET_SYNC_FLEET_SECONDS", "600") or 600)
 # Node health pass (scheduling.nodehealth.tasks): classify GPU nodes and remediate within the limits; 0 = off.
 GPUFLEET_NODE_HEALTH_SECONDS = int(env("GPUFLEET_NODE_HEALTH_SECONDS", "300") or 0)
+# Fleet-operations roll-ups (scheduling/fleetops/rollup.py): the hourly task's horizon, and how long after an
+# hour ends late samples still count (an hour rolled up earlier is recomputed; reports read it raw until then).
+GPUFLEET_FLEETOPS_ROLLUP_HOURS = int(env("GPUFLEET_FLEETOPS_ROLLUP_HOURS", "48") or 48)
+GPUFLEET_FLEETOPS_LATE_SECONDS = int(env("GPUFLEET_FLEETOPS_LATE_SECONDS", "3600") or 3600)
 # The DCGM label that names the node (dcgm-exporter sets Hostname from NODE_NAME).
 GPUFLEET_DCGM_NODE_LABEL = env("GPUFLEET_DCGM_NODE_LABEL", "Hostname")
 # Days of recorded demand a quota request's simulation replays (scheduling/quota_simulation.py).

@@ -1,0 +1,485 @@
+"""Hourly roll-ups of idle slots and utilisation, recorded back into the TSDB. Pure: no Django.
+
+A month report re-scanning every raw sample costs ~200 CPU-seconds for 1,000 GPUs (benchmarks/README.md,
+`fleet_idle.py`). Here each hour is measured once, when it has settled, with the same per-slot code as a
+report (`measure.dcgm_idle_bits`, `measure.utilisation`), and the result is written into VictoriaMetrics
+as recorded series (`/api/v1/import`), the way recording rules store their output next to the raw data.
+A report then reads those series plus, for hours without a usable roll-up, the raw samples.
+
+Recorded series (every one carries `fingerprint` = the settings it was computed with, and `rev` = the
+roll-up run, its computation time in ms, so a recomputation never writes a second value under an
+existing series and timestamp: VictoriaMetrics keeps duplicates, it cannot overwrite):
+
+* `gpufleet_idle_rollup{<DCGM identity>, part}`, one sample per block of `MASK_SLOTS` slots that holds
+  an idle slot, at the block end: `part="profiling"` / `part="gpu_util"` — the block's idle slots (after
+  replica merge and gap bridging) by signal, as an integer bit mask (bit j = the block's j-th slot; 40
+  bits, exact in a float64); `part="peak"` — the peak FB_USED MiB of the block (`measure.SlotBits`).
+  Idle-free blocks store nothing.
+* `gpufleet_util_rollup{tenant, flavor, field}` at the hour end: the `measure.Utilisation` fields in
+  thousandths (integers: the fields are quantized to 0.001, so the float64 is exact).
+* `gpufleet_rollup_coverage{kind, fingerprint, rev}` at each hour end, value = rev: the hour was rolled
+  up by run `rev` with these settings. The highest rev of an hour is its roll-up; older revs' samples are
+  ignored by readers.
+
+An hour's roll-up is *final* once it was computed at least `late_allowance` after the hour end (late
+samples arriving before then are seen); reports use final roll-ups only and measure every other hour
+(none, a recent one, other thresholds or scrape settings) from the raw samples, so a report is exact
+whatever was rolled up. Bits are per slot, so the partial edge hours of a window not on whole hours are
+the stored bits clipped to the window (exact: a slot's bit does not depend on the window it was measured
+in). HAMi shares are not rolled up: their idle runs come from the raw per-slot path in every report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Protocol
+
+from billing.metering.promql import DCGM_IDENTITY
+from billing.metering.usage import (
+    FlavorIndex,
+    FlavorSpec,
+    MeteringInputError,
+    RangeQuerier,
+    _chunks,  # billing's: [start, end) in pieces of n hours
+    settles_at,
+)
+
+from . import measure
+from .promql import MASK_SLOTS, ActivityQueries
+
+HOUR = timedelta(hours=1)
+FORMAT = 1  # bump when what is stored changes: older roll-ups then no longer match any fingerprint
+IDLE_METRIC, UTIL_METRIC, COVERAGE_METRIC = "gpufleet_idle_rollup", "gpufleet_util_rollup", "gpufleet_rollup_coverage"
+IDLE, UTIL = "idle", "util"
+DEFAULT_LATE_ALLOWANCE = timedelta(hours=1)
+UTIL_FIELDS = ("allocated_seconds", "allocated_gpu_equivalent_seconds", "active_seconds",
+               "active_gpu_equivalent_seconds", "memory_mib_seconds")
+THOUSANDTHS = Decimal(1000)
+# Integers above 2**53 are not exact in a float64: such a value is refused rather than rounded.
+EXACT_LIMIT = 2 ** 53
+# Hours of recorded series per read query (keeps each answer well inside -search.maxUniqueTimeseries).
+READ_CHUNK_HOURS = 24 * 7
+DEFAULT_OPTIONS = measure.Options()
+DEFAULT_GROUPS = (measure.ThresholdGroup(measure.Thresholds()),)
+
+
+class Writer(Protocol):
+    def import_json_lines(self, lines: Iterable[str]) -> None: ...
+
+
+class Reader(RangeQuerier, Protocol):
+    def export_lines(self, selector: str, start: datetime, end: datetime) -> list[str]: ...
+
+
+class RollupClient(Reader, Writer, Protocol):
+    pass
+
+
+def _hash(payload: object) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _settings(options: measure.Options) -> dict[str, object]:
+    return {"s": options.scrape_interval, "n": options.max_gap_scrapes, "metric": options.usage_metric,
+            "share": options.share_rule, "dialect": options.dialect, "format": FORMAT, "mask": MASK_SLOTS}
+
+
+def idle_fingerprint(options: measure.Options, groups: Iterable[measure.ThresholdGroup]) -> str:
+    """The scrape settings and every threshold group (thresholds and tenant namespaces)."""
+    spec = sorted([str(g.thresholds.engine), str(g.thresholds.dram), str(g.thresholds.gpu_util),
+                   None if g.namespaces is None else sorted(g.namespaces)] for g in groups)
+    return _hash({"kind": IDLE, **_settings(options), "groups": spec})
+
+
+def util_fingerprint(options: measure.Options, flavors: Sequence[FlavorSpec]) -> str:
+    """The scrape settings and the flavor catalog (names, models and weights are in the stored rows)."""
+    spec = sorted([f.name, f.mode, f.model_name, str(f.weight), f.mig_profile] for f in flavors)
+    return _hash({"kind": UTIL, **_settings(options), "flavors": spec})
+
+
+# -- time helpers -------------------------------------------------------------------------------------
+def _ms(moment: datetime) -> int:
+    return int(moment.timestamp()) * 1000
+
+
+def _stamp(end_ms: int) -> int:
+    """Where a value for the interval ending at `end_ms` is recorded: 1 ms before the end, inside the
+    interval. A sample exactly at midnight is in the next day's index, and VictoriaMetrics 1.79 did not
+    find a series whose only sample sat at a range query's last point on midnight (measured: the last
+    hour of a day rolled up alone was missing from the report). Readers ask for the window (t - d, t]."""
+    return end_ms - 1
+
+
+def _at(unix: int) -> datetime:
+    return datetime.fromtimestamp(unix, tz=UTC)
+
+
+def floor_hour(moment: datetime) -> datetime:
+    return moment.replace(minute=0, second=0, microsecond=0)
+
+
+def ceil_hour(moment: datetime) -> datetime:
+    floor = floor_hour(moment)
+    return floor if floor == moment else floor + HOUR
+
+
+def hours(start: datetime, end: datetime) -> list[datetime]:
+    out, t = [], start
+    while t < end:
+        out.append(t)
+        t += HOUR
+    return out
+
+
+def _ranges(wanted: Iterable[datetime]) -> list[tuple[datetime, datetime]]:
+    """Contiguous [start, end) ranges of whole hours."""
+    out: list[tuple[datetime, datetime]] = []
+    for hour in sorted(wanted):
+        if out and out[-1][1] == hour:
+            out[-1] = (out[-1][0], hour + HOUR)
+        else:
+            out.append((hour, hour + HOUR))
+    return out
+
+
+def _whole_hours(start: datetime, end: datetime) -> None:
+    for name, moment in (("start", start), ("end", end)):
+        if moment != floor_hour(moment):
+            raise MeteringInputError(name, "roll-ups are per hour; give a whole hour")
+
+
+def settled_until(now: datetime, options: measure.Options) -> datetime:
+    """End of the last hour no new scrape can change (billing's `settles_at`, plus the context block the
+    idle masks read after a window)."""
+    margin = settles_at(now, scrape_interval=options.scrape_interval,
+                        max_gap_scrapes=options.max_gap_scrapes) - now
+    margin = max(margin, timedelta(seconds=options.scrape_interval * MASK_SLOTS))
+    return floor_hour(now - margin)
+
+
+# -- coverage -----------------------------------------------------------------------------------------
+def coverage(client: RangeQuerier, kind: str, fingerprint: str, start: datetime, end: datetime) -> dict[datetime, int]:
+    """{hour start: rev of its latest roll-up} for the whole hours in [start, end) rolled up with `fingerprint`."""
+    query = (f'max(max_over_time({{__name__="{COVERAGE_METRIC}", kind="{kind}", '
+             f'fingerprint="{fingerprint}"}}[3600s]))')
+    out: dict[datetime, int] = {}
+    for lower, upper in _chunks(start, end, READ_CHUNK_HOURS * 4):
+        for series in client.range(query, lower + HOUR, upper, 3600):
+            for sample in series.samples:
+                if sample.value.is_finite():
+                    out[_at(int(sample.timestamp)) - HOUR] = int(sample.value)
+    return out
+
+
+def final_hours(cov: dict[datetime, int], late_allowance: timedelta) -> dict[datetime, int]:
+    """The hours whose roll-up was computed at least `late_allowance` after the hour ended."""
+    return {hour: rev for hour, rev in cov.items() if rev >= _ms(hour + HOUR + late_allowance)}
+
+
+def plan(cov: dict[datetime, int], start: datetime, end: datetime, late_allowance: timedelta,
+         *, force: bool = False) -> list[tuple[datetime, datetime]]:
+    """Ranges of the hours in [start, end) that need a roll-up: never rolled up, or not final yet
+    (rolled up before late samples stopped counting); `force`: every hour."""
+    final = final_hours(cov, late_allowance)
+    return _ranges(h for h in hours(start, end) if force or h not in final)
+
+
+def _rev(now: datetime, cov: dict[datetime, int]) -> int:
+    # Strictly above any earlier run of these hours, so the newest roll-up always wins.
+    return max(int(now.timestamp() * 1000), max(cov.values(), default=0) + 1)
+
+
+def _line(labels: dict[str, str], values: Sequence[int | float], stamps: Sequence[int]) -> str:
+    clean = {k: v for k, v in labels.items() if v != ""}  # the TSDB drops empty labels anyway
+    return json.dumps({"metric": clean, "values": list(values), "timestamps": list(stamps)}, separators=(",", ":"))
+
+
+def _coverage_lines(kind: str, fingerprint: str, rev: int, start: datetime, end: datetime) -> list[str]:
+    stamps = [_stamp(_ms(h + HOUR)) for h in hours(start, end)]
+    labels = {"__name__": COVERAGE_METRIC, "kind": kind, "fingerprint": fingerprint, "rev": str(rev)}
+    return [_line(labels, [rev] * len(stamps), stamps)]
+
+
+def _exact(value: int) -> int:
+    if abs(value) >= EXACT_LIMIT:
+        raise MeteringInputError("rollup", f"value {value} is not exact in a float64")
+    return value
+
+
+# -- idle ---------------------------------------------------------------------------------------------
+def _group_bits(client: RangeQuerier, groups: Sequence[measure.ThresholdGroup], start: datetime, end: datetime,
+                options: measure.Options) -> dict[tuple[str, ...], measure.SlotBits]:
+    """Idle slots of every DCGM allocation in [start, end), each group with its own thresholds (the raw path
+    of `measure.idle_runs`, without HAMi)."""
+    settings = options.query_settings()
+    named = tuple(ns for g in groups if g.namespaces is not None for ns in g.namespaces)
+    out: dict[tuple[str, ...], measure.SlotBits] = {}
+    for group in groups:
+        if group.namespaces is not None and not group.namespaces:
+            continue
+        queries = ActivityQueries(settings, group.thresholds, namespaces=group.namespaces,
+                                  exclude=named if group.namespaces is None else ())
+        for key, bits in measure.dcgm_idle_bits(client, queries, start, end, options).items():
+            if key in out:
+                out[key].merge(bits)
+            else:
+                out[key] = bits
+    return out
+
+
+def idle_lines(bits: dict[tuple[str, ...], measure.SlotBits], options: measure.Options, fingerprint: str,
+               rev: int) -> Iterator[str]:
+    """The recorded series of measured idle slots: one line per allocation and part."""
+    s = options.scrape_interval
+    full = (1 << MASK_SLOTS) - 1
+    for key, slot_bits in bits.items():
+        labels = dict(zip(DCGM_IDENTITY, key, strict=True)) | {
+            "__name__": IDLE_METRIC, "fingerprint": fingerprint, "rev": str(rev)}
+        first_block = (slot_bits.base // MASK_SLOTS) * MASK_SLOTS  # slot index where its first block starts
+        offset = slot_bits.base - first_block
+        idle, prof = slot_bits.idle << offset, slot_bits.profiling << offset
+        series: dict[str, tuple[list[int | float], list[int]]] = {
+            p: ([], []) for p in ("profiling", "gpu_util", "peak")}
+        block = 0
+        while idle >> (block * MASK_SLOTS):
+            end_t = (first_block + (block + 1) * MASK_SLOTS) * s
+            mask = (idle >> (block * MASK_SLOTS)) & full
+            p = (prof >> (block * MASK_SLOTS)) & full
+            for part, value in (("profiling", p), ("gpu_util", mask & ~p)):
+                if value:
+                    series[part][0].append(_exact(value))
+                    series[part][1].append(_stamp(end_t * 1000))
+            if mask and end_t in slot_bits.peaks:
+                series["peak"][0].append(float(slot_bits.peaks[end_t]))
+                series["peak"][1].append(_stamp(end_t * 1000))
+            block += 1
+        for part, (values, stamps) in series.items():
+            if values:
+                yield _line(labels | {"part": part}, values, stamps)
+
+
+def rollup_idle(client: RollupClient, start: datetime, end: datetime, options: measure.Options,
+                groups: Sequence[measure.ThresholdGroup], now: datetime) -> int:
+    """Measure the idle slots of the settled whole hours [start, end) once and record them; returns the
+    number of hours rolled up. Running it twice records the same slots under a newer rev (harmless)."""
+    _whole_hours(start, end)
+    end = min(end, settled_until(now, options))
+    if start >= end:
+        return 0
+    fingerprint = idle_fingerprint(options, groups)
+    rev = _rev(now, coverage(client, IDLE, fingerprint, start, end))
+    bits = _group_bits(client, groups, start, end, options)
+    # Data first, coverage after it: a reader that sees the coverage sees the data (the client flushes).
+    client.import_json_lines(idle_lines(bits, options, fingerprint, rev))
+    client.import_json_lines(_coverage_lines(IDLE, fingerprint, rev, start, end))
+    return len(hours(start, end))
+
+
+def _export(client: Reader, selector: str,
+            use: dict[datetime, int]) -> Iterator[tuple[dict[str, str], int, list, list]]:
+    """(labels, rev, values, timestamps ms) of the recorded series matching `selector` over the hours in
+    `use`. Raw samples through `/api/v1/export`: a report needs every recorded sample once, so no step
+    evaluation (a range query at one step per block cost VictoriaMetrics 3 CPU-s for the benchmark's month)."""
+    for lower, upper in _ranges(use):
+        for a, b in _chunks(lower, upper, READ_CHUNK_HOURS):
+            for line in client.export_lines(selector, a, b):
+                if line:
+                    item = json.loads(line)
+                    labels = item["metric"]
+                    yield labels, int(labels.get("rev", "0")), item["values"], item["timestamps"]
+
+
+def _stored_bits(client: Reader, fingerprint: str, use: dict[datetime, int],
+                 options: measure.Options) -> dict[tuple[str, ...], measure.SlotBits]:
+    """Recorded idle slots of the hours in `use` (hour -> the rev to take)."""
+    s = options.scrape_interval
+    block = s * MASK_SLOTS
+    width = MASK_SLOTS // 8  # bytes per block mask
+    revs = {int(hour.timestamp()): rev for hour, rev in use.items()}
+    # Per allocation: {global block number: mask} per part, and peaks; one integer per part at the end.
+    masks: dict[tuple[str, ...], dict[str, dict[int, int]]] = {}
+    peaks: dict[tuple[str, ...], dict[int, Decimal]] = defaultdict(dict)
+    selector = f'{{__name__="{IDLE_METRIC}", fingerprint="{fingerprint}"}}'
+    for labels, rev, values, stamps in _export(client, selector, use):
+        key = tuple(labels.get(name, "") for name in DCGM_IDENTITY)
+        part = labels.get("part", "")
+        into = masks.setdefault(key, {}).setdefault(part, {}) if part != "peak" else None
+        for value, stamp in zip(values, stamps, strict=True):
+            block_end = (stamp + 1) // 1000
+            hour = block_end - block
+            if revs.get(hour - hour % 3600) != rev:
+                continue  # another (older) run's roll-up of this hour, or an hour not asked for
+            if into is None:
+                peaks[key][block_end] = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+            else:
+                into[block_end // block] = int(value)
+    out: dict[tuple[str, ...], measure.SlotBits] = {}
+    for key, by_part in masks.items():
+        numbers = [g for blocks in by_part.values() for g in blocks]
+        if not numbers:
+            continue
+        low, high = min(numbers), max(numbers)
+        ints = {}
+        for part, blocks in by_part.items():
+            buf = bytearray((high - low + 1) * width)
+            for g, mask in blocks.items():
+                buf[(g - low) * width:(g - low + 1) * width] = mask.to_bytes(width, "little")
+            ints[part] = int.from_bytes(buf, "little")
+        prof = ints.get("profiling", 0)
+        # Block g ends at g·block: its first slot is (g - 1)·MASK_SLOTS.
+        out[key] = measure.SlotBits((low - 1) * MASK_SLOTS, prof | ints.get("gpu_util", 0), prof,
+                                    peaks.get(key, {}))
+    return out
+
+
+def _clip(bits: measure.SlotBits, first_slot: int, end_slot: int) -> None:
+    lo, hi = max(first_slot - bits.base, 0), max(end_slot - bits.base, 0)
+    window = ((1 << hi) - 1) ^ ((1 << lo) - 1) if hi > lo else 0
+    bits.idle &= window
+    bits.profiling &= window
+
+
+def idle_runs(client: Reader, flavors: Sequence[FlavorSpec], start: datetime, end: datetime,
+              options: measure.Options = DEFAULT_OPTIONS,
+              groups: Sequence[measure.ThresholdGroup] = DEFAULT_GROUPS, *,
+              namespaces: frozenset[str] | None = None,
+              late_allowance: timedelta = DEFAULT_LATE_ALLOWANCE) -> tuple[list[measure.IdleRun], int]:
+    """`measure.idle_runs` (same runs), reading final roll-ups where they exist. `groups` are the fleet's
+    threshold groups (they select the roll-ups); `namespaces`: only these tenant namespaces. Returns the
+    runs and the number of whole hours that had to be measured from raw samples."""
+    measure.check_window(start, end)
+    s = options.scrape_interval
+    start, end = measure._slot_floor(start, s), measure._slot_floor(end, s)
+    if start >= end:
+        raise MeteringInputError("end", f"window is shorter than one scrape interval ({s} s)")
+    groups = list(groups)
+    index = FlavorIndex(flavors)
+    first_hour, last_hour = floor_hour(start), ceil_hour(end)
+    fingerprint = idle_fingerprint(options, groups)
+    use = final_hours(coverage(client, IDLE, fingerprint, first_hour, last_hour), late_allowance)
+    bits = _stored_bits(client, fingerprint, use, options) if use else {}
+    if namespaces is not None:
+        bits = {k: v for k, v in bits.items() if k[0] in namespaces}
+    raw_groups = groups if namespaces is None else _narrow(groups, namespaces)
+    missing = [h for h in hours(first_hour, last_hour) if h not in use]
+    for lower, upper in _ranges(missing):
+        for key, more in _group_bits(client, raw_groups, max(lower, start), min(upper, end), options).items():
+            if key in bits:
+                bits[key].merge(more)
+            else:
+                bits[key] = more
+    first_slot, end_slot = int(start.timestamp()) // s, int(end.timestamp()) // s
+    for slot_bits in bits.values():
+        _clip(slot_bits, first_slot, end_slot)
+    hami_devices = measure._hami_devices(client, ActivityQueries(options.query_settings()), start, end)
+    runs = measure.runs_from_bits(bits, index, options, hami_devices, int(end.timestamp()))
+    if hami_devices:  # HAMi shares: always the raw per-slot path (not rolled up)
+        named = tuple(ns for g in raw_groups if g.namespaces is not None for ns in g.namespaces)
+        for group in raw_groups:
+            if group.namespaces is not None and not group.namespaces:
+                continue
+            queries = ActivityQueries(options.query_settings(), group.thresholds, namespaces=group.namespaces,
+                                      exclude=named if group.namespaces is None else ())
+            runs += measure._runs_of(client, queries, index, start, end, s, True)
+    # IdleRun's dataclass order, by a key tuple (comparing 60,000 dataclasses field by field is slow).
+    runs.sort(key=lambda r: (r.start, r.tenant_slug, r.namespace, r.pod, r.container, r.device, r.mig_instance,
+                             r.flavor, r.mode, r.signal, r.end, r.ongoing, r.idle_seconds, r.memory_mib))
+    return runs, len(missing)
+
+
+def _narrow(groups: Sequence[measure.ThresholdGroup], namespaces: frozenset[str]) -> list[measure.ThresholdGroup]:
+    """The groups restricted to `namespaces` (the default group lists them explicitly)."""
+    owned = {ns for g in groups if g.namespaces is not None for ns in g.namespaces}
+    out = []
+    for group in groups:
+        chosen = (namespaces - owned) if group.namespaces is None else (set(group.namespaces) & namespaces)
+        out.append(measure.ThresholdGroup(group.thresholds, tuple(sorted(chosen))))
+    return out
+
+
+# -- utilisation --------------------------------------------------------------------------------------
+def util_lines(rows: Iterable[measure.Utilisation], fingerprint: str, rev: int) -> list[str]:
+    series: dict[tuple[str, str, str], tuple[list[int | float], list[int]]] = defaultdict(lambda: ([], []))
+    for row in rows:
+        for name in UTIL_FIELDS:
+            values, stamps = series[(row.tenant_slug, row.flavor, name)]
+            values.append(_exact(int(getattr(row, name) * THOUSANDTHS)))
+            stamps.append(_stamp(_ms(row.hour_start + HOUR)))
+    return [_line({"__name__": UTIL_METRIC, "tenant": tenant, "flavor": flavor, "field": name,
+                   "fingerprint": fingerprint, "rev": str(rev)}, values, stamps)
+            for (tenant, flavor, name), (values, stamps) in sorted(series.items())]
+
+
+def rollup_utilisation(client: RollupClient, flavors: Sequence[FlavorSpec], start: datetime, end: datetime,
+                       options: measure.Options, now: datetime) -> int:
+    """Measure utilisation of the settled whole hours [start, end) once and record it (hours rolled up)."""
+    _whole_hours(start, end)
+    end = min(end, settled_until(now, options))
+    if start >= end:
+        return 0
+    fingerprint = util_fingerprint(options, flavors)
+    rev = _rev(now, coverage(client, UTIL, fingerprint, start, end))
+    rows = measure.utilisation(client, flavors, start, end, options)
+    client.import_json_lines(util_lines(rows, fingerprint, rev))
+    client.import_json_lines(_coverage_lines(UTIL, fingerprint, rev, start, end))
+    return len(hours(start, end))
+
+
+def utilisation(client: Reader, flavors: Sequence[FlavorSpec], start: datetime, end: datetime,
+                options: measure.Options = DEFAULT_OPTIONS, *,
+                late_allowance: timedelta = DEFAULT_LATE_ALLOWANCE) -> tuple[list[measure.Utilisation], int]:
+    """`measure.utilisation` (same rows), reading final roll-ups where they exist; returns the rows and the
+    number of hours measured from raw samples. A window not on whole hours is measured raw, as before."""
+    measure.check_window(start, end)
+    if start != floor_hour(start) or end != floor_hour(end):
+        return measure.utilisation(client, flavors, start, end, options), len(hours(floor_hour(start), ceil_hour(end)))
+    fingerprint = util_fingerprint(options, flavors)
+    use = final_hours(coverage(client, UTIL, fingerprint, start, end), late_allowance)
+    revs = {int(hour.timestamp()): rev for hour, rev in use.items()}
+    slot_of = {name: i for i, name in enumerate(UTIL_FIELDS)}
+    # {(tenant, flavor): {hour: five thousandths}}: one dict per series pair, no tuple per sample.
+    fields: dict[tuple[str, str], dict[int, list[int | None]]] = {}
+    selector = f'{{__name__="{UTIL_METRIC}", fingerprint="{fingerprint}"}}'
+    width = len(UTIL_FIELDS)
+    for labels, rev, values, stamps in _export(client, selector, use):
+        i = slot_of.get(labels.get("field", ""))
+        if i is None:
+            continue
+        by_hour = fields.setdefault((labels.get("tenant", ""), labels.get("flavor", "")), {})
+        for value, stamp in zip(values, stamps, strict=True):
+            hour = (stamp + 1) // 1000 - 3600
+            if revs.get(hour) == rev:
+                row = by_hour.get(hour)
+                if row is None:
+                    row = by_hour[hour] = [None] * width
+                row[i] = int(value)
+    # Thousandths back to the 0.001-quantized Decimals measure.utilisation gives (scaleb keeps 3 places);
+    # a month repeats few distinct values (whole hours of whole GPUs), so each is built once.
+    decimals: dict[int, Decimal] = {}
+    moments: dict[int, datetime] = {}
+
+    def dec(v: int) -> Decimal:
+        out = decimals.get(v)
+        if out is None:
+            out = decimals[v] = Decimal(v).scaleb(-3)
+        return out
+
+    rows = []
+    for (tenant, flavor), by_hour in fields.items():
+        for hour, v in by_hour.items():
+            if None in v:
+                continue
+            moment = moments.get(hour) or moments.setdefault(hour, _at(hour))
+            rows.append(measure.Utilisation(moment, tenant, flavor, dec(v[0]), dec(v[1]), dec(v[2]),  # type: ignore[arg-type]
+                                            dec(v[3]), dec(v[4])))  # type: ignore[arg-type]
+    missing = [h for h in hours(start, end) if h not in use]
+    for lower, upper in _ranges(missing):
+        rows += measure.utilisation(client, flavors, lower, upper, options)
+    # (hour, tenant, flavor) is unique: the dataclass order, without comparing 207,000 dataclasses.
+    rows.sort(key=lambda r: (r.hour_start, r.tenant_slug, r.flavor))
+    return rows, len(missing)

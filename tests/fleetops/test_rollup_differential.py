@@ -1,0 +1,153 @@
+"""Differential test in the real VictoriaMetrics: reports reading hourly roll-ups against the raw path.
+
+Random traces (`test_fast_path_differential._trace`: missed scrapes alone and in runs longer than the
+bridge, HA replicas with their own gaps, old label names, MIG, the GPU_UTIL fallback, activity exactly
+at a threshold, holds starting and ending mid-hour, scrape jitter) are rolled up for some hours, then
+reports over aligned and non-aligned windows must give the same idle runs (to the second, with signal,
+ongoing flag and peak memory) and the same utilisation rows as `measure` over the raw samples, with
+thresholds changed between roll-up and report, per-tenant threshold groups, late samples and a second
+roll-up run. Each case also checks how many hours were measured raw, so a roll-up that is never read
+(or read where it must not be) fails the test.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+
+from infra.metrics import MetricsClient
+from scheduling.fleetops import measure, rollup
+from scheduling.fleetops.promql import Thresholds
+from tests.fleetops.test_fast_path_differential import FLAVORS, HOURS, INTERVAL, T0, _trace
+from tests.support.activity_series import Activity, gpu_activity_lines
+from tests.support.dcgm_series import Gpu, Hold, Timeline
+
+OPTIONS = measure.Options(scrape_interval=INTERVAL)
+LATER = T0 + timedelta(days=30)  # a pinned "now" long after the trace: every roll-up is final
+DEFAULT = [measure.ThresholdGroup(Thresholds())]
+END = T0 + timedelta(hours=HOURS)
+
+
+def _key(run: measure.IdleRun) -> tuple:
+    return (run.tenant_slug, run.namespace, run.pod, run.container, run.device, run.mig_instance, run.flavor,
+            run.signal, run.start, run.end, run.ongoing, run.idle_seconds, run.memory_mib)
+
+
+def _raw(client, start, end, groups) -> list[tuple]:  # type: ignore[no-untyped-def]
+    return sorted(_key(r) for r in measure.idle_runs(client, FLAVORS, start, end, OPTIONS, groups))
+
+
+def _rolled(client, start, end, groups, **kwargs) -> tuple[list[tuple], int]:  # type: ignore[no-untyped-def]
+    runs, raw_hours = rollup.idle_runs(client, FLAVORS, start, end, OPTIONS, groups, **kwargs)
+    return sorted(_key(r) for r in runs), raw_hours
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_idle_runs_from_rollups_equal_the_raw_path(metrics, seed: int) -> None:  # type: ignore[no-untyped-def]
+    metrics.import_prometheus(_trace(seed))
+    client = MetricsClient(metrics.url)
+    # Hours 1-3 rolled up (two runs: 1-2 and 3, the second twice), hours 0 and 4 only in raw samples.
+    assert rollup.rollup_idle(client, T0 + timedelta(hours=1), T0 + timedelta(hours=3), OPTIONS, DEFAULT, LATER) == 2
+    for _ in range(2):
+        assert rollup.rollup_idle(client, T0 + timedelta(hours=3), T0 + timedelta(hours=4), OPTIONS, DEFAULT,
+                                  LATER) == 1
+    raw = _raw(client, T0, END, DEFAULT)
+    assert raw, "the trace has idle runs"
+    assert _rolled(client, T0, END, DEFAULT) == (raw, 2)
+    # Windows not on whole hours: the edge hours' stored bits are clipped (and raw where not rolled up).
+    for start, end in ((T0 + timedelta(minutes=77, seconds=30), T0 + timedelta(hours=3, minutes=41)),
+                       (T0 + timedelta(minutes=13), END - timedelta(minutes=7, seconds=15)),
+                       (T0 + timedelta(hours=2, minutes=5), T0 + timedelta(hours=2, minutes=50))):
+        got, raw_hours = _rolled(client, start, end, DEFAULT)
+        assert got == _raw(client, start, end, DEFAULT)
+        assert raw_hours == sum(1 for h in rollup.hours(rollup.floor_hour(start), rollup.ceil_hour(end))
+                                if not T0 + timedelta(hours=1) <= h < T0 + timedelta(hours=4))
+
+
+@pytest.mark.parametrize("seed", [1, 3])
+def test_changed_thresholds_fall_back_to_raw_until_rolled_up_again(metrics, seed: int) -> None:  # type: ignore[no-untyped-def]
+    metrics.import_prometheus(_trace(seed))
+    client = MetricsClient(metrics.url)
+    rollup.rollup_idle(client, T0, END, OPTIONS, DEFAULT, LATER)
+    assert _rolled(client, T0, END, DEFAULT) == (_raw(client, T0, END, DEFAULT), 0)
+    # Higher thresholds for one tenant, lower for the rest: what is idle changes; no roll-up matches.
+    changed = [measure.ThresholdGroup(Thresholds(engine=Decimal("0.03"), dram=Decimal("0.04"),
+                                                 gpu_util=Decimal("0.03"))),
+               measure.ThresholdGroup(Thresholds(engine=Decimal("0.3"), dram=Decimal("0.6"), gpu_util=Decimal("0.7")),
+                                      ("tenant-t1",))]
+    want = _raw(client, T0, END, changed)
+    assert want != _raw(client, T0, END, DEFAULT)
+    assert _rolled(client, T0, END, changed) == (want, HOURS)
+    rollup.rollup_idle(client, T0 + timedelta(hours=1), END, OPTIONS, changed, LATER)
+    assert _rolled(client, T0, END, changed) == (want, 1)
+    assert _rolled(client, T0, END, DEFAULT) == (_raw(client, T0, END, DEFAULT), 0)  # the old roll-ups stay valid
+    # One tenant only (the CLI's --tenant): the fleet's roll-ups, filtered; the raw hour narrowed.
+    only = frozenset({"tenant-t1"})
+    narrowed = [measure.ThresholdGroup(changed[0].thresholds, ()), changed[1]]
+    assert _rolled(client, T0, END, changed, namespaces=only) == (_raw(client, T0, END, narrowed), 1)
+
+
+def test_late_samples_are_seen_until_the_rollup_is_final(metrics) -> None:  # type: ignore[no-untyped-def]
+    metrics.import_prometheus(_trace(2))
+    client = MetricsClient(metrics.url)
+    hour = T0 + timedelta(hours=2)
+    early = hour + timedelta(hours=1, minutes=25)  # settled, but before the late allowance has passed
+    assert rollup.rollup_idle(client, hour, hour + timedelta(hours=1), OPTIONS, DEFAULT, early) == 1
+    assert rollup.coverage(client, rollup.IDLE, rollup.idle_fingerprint(OPTIONS, DEFAULT), T0, END)
+    # A late exporter: an idle GPU whose samples for that hour arrive after the first roll-up.
+    tl = Timeline(start=hour, end=hour + timedelta(hours=1), interval=INTERVAL, phase=7)
+    late = Gpu("GPU-LATE", FLAVORS[0].model_name, index=40,
+               holds=(Hold("tenant-t2", "late-pod", hour, hour + timedelta(hours=1)),))
+    metrics.import_prometheus(gpu_activity_lines(tl, late, (Activity(hour, hour + timedelta(hours=1), engine=0.0,
+                                                                     dram=0.0, fb_mib=512),)))
+    want = _raw(client, T0, END, DEFAULT)
+    assert any(r[2] == "late-pod" for r in want)
+    assert _rolled(client, T0, END, DEFAULT) == (want, HOURS)  # not final: measured raw
+    assert rollup.plan(rollup.coverage(client, rollup.IDLE, rollup.idle_fingerprint(OPTIONS, DEFAULT), T0, END),
+                       T0, END, rollup.DEFAULT_LATE_ALLOWANCE) == [(T0, END)]
+    assert rollup.rollup_idle(client, hour, hour + timedelta(hours=1), OPTIONS, DEFAULT, LATER) == 1
+    assert _rolled(client, T0, END, DEFAULT) == (want, HOURS - 1)
+    # Not yet settled: nothing is rolled up.
+    assert rollup.rollup_idle(client, T0, END, OPTIONS, DEFAULT, END + timedelta(seconds=60)) == HOURS - 1
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_utilisation_from_rollups_equals_the_raw_path(metrics, seed: int) -> None:  # type: ignore[no-untyped-def]
+    metrics.import_prometheus(_trace(seed))
+    client = MetricsClient(metrics.url)
+    assert rollup.rollup_utilisation(client, FLAVORS, T0 + timedelta(hours=1), T0 + timedelta(hours=4), OPTIONS,
+                                     LATER) == 3
+    raw = measure.utilisation(client, FLAVORS, T0, END, OPTIONS)
+    assert raw, "the trace has allocations"
+    assert rollup.utilisation(client, FLAVORS, T0, END, OPTIONS) == (raw, 2)
+    rollup.rollup_utilisation(client, FLAVORS, T0, END, OPTIONS, LATER)  # again, newer rev over the same hours
+    assert rollup.utilisation(client, FLAVORS, T0, END, OPTIONS) == (raw, 0)
+    # Another flavor catalog (a weight changed): the stored rows do not match it; measured raw.
+    reweighted = (FLAVORS[0], measure.FlavorSpec("a100-3g", "mig", FLAVORS[1].model_name, Decimal("0.5"), "3g.40gb"))
+    assert rollup.utilisation(client, reweighted, T0, END, OPTIONS) == (
+        measure.utilisation(client, reweighted, T0, END, OPTIONS), HOURS)
+
+
+def test_an_hour_ending_at_midnight_rolled_up_alone_is_read(metrics) -> None:  # type: ignore[no-untyped-def]
+    """Regression: a recorded value stamped exactly at midnight (the hour's end) was not found by
+    VictoriaMetrics 1.79 when it was the series' only sample; values are recorded 1 ms before the end."""
+    start = T0.replace(hour=22)
+    end = start + timedelta(hours=3)
+    tl = Timeline(start=start, end=end, interval=INTERVAL, phase=7)
+    lines: list[str] = []
+    for number, (a, b) in enumerate(((start, end), (start + timedelta(hours=1), start + timedelta(hours=2)))):
+        gpu = Gpu(f"GPU-M{number}", FLAVORS[0].model_name, index=number,
+                  holds=(Hold(f"tenant-m{number}", f"pod-m{number}", a, b),))
+        lines += gpu_activity_lines(tl, gpu, (Activity(a, a + timedelta(minutes=100), engine=0.0, dram=0.0, fb_mib=64),
+                                              Activity(a + timedelta(minutes=100), b, engine=0.5, dram=0.5)))
+    metrics.import_prometheus(lines)
+    client = MetricsClient(metrics.url)
+    midnight_hour = start + timedelta(hours=1)
+    rollup.rollup_idle(client, midnight_hour, midnight_hour + timedelta(hours=1), OPTIONS, DEFAULT, LATER)
+    rollup.rollup_utilisation(client, FLAVORS, midnight_hour, midnight_hour + timedelta(hours=1), OPTIONS, LATER)
+    assert _rolled(client, start, end, DEFAULT) == (_raw(client, start, end, DEFAULT), 2)
+    rows = measure.utilisation(client, FLAVORS, start, end, OPTIONS)
+    assert any(r.tenant_slug == "m1" for r in rows)
+    assert rollup.utilisation(client, FLAVORS, start, end, OPTIONS) == (rows, 2)
