@@ -13,14 +13,13 @@ never waits while holding locks, so no two sessions wait on each other.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import connection
+from gpufleet.bulk import update_rows
 
 from .locks import release_many, try_exclusive_many
 from .models import Tenant
@@ -79,33 +78,10 @@ def chunk_status(tenant_ids: list[int]) -> Iterator[ChunkStatus]:
 
 
 def _flush(writes: dict[int, tuple[str, list[dict], dict[str, Any]]]) -> None:
-    """One UPDATE of every kept write (PostgreSQL: the locks that make them deferrable exist only there).
-    JSON goes as text cast to jsonb, which stores what Django's JSONField would (jsonb is canonical)."""
+    """One UPDATE of every kept write (`gpufleet.bulk.update_rows`)."""
     if not writes:
         return
-    meta = Tenant._meta
-    quote = connection.ops.quote_name
-    column = {name: quote(meta.get_field(name).column) for name in ("phase", "conditions", *sorted(DEFERRED_FIELDS))}
-    ids = sorted(writes)
-    rows = [writes[pk] for pk in ids]
-    sql = (
-        f"UPDATE {quote(meta.db_table)} AS t SET {column['phase']} = v.phase, "  # noqa: S608 - names from the model
-        f"{column['conditions']} = v.conditions::jsonb, {column['observed_generation']} = v.observed, "
-        f"{column['applied_digest']} = v.digest, {column['applied_objects']} = v.objects::jsonb, "
-        f"{column['last_reconciled_at']} = v.at "
-        "FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::bigint[], %s::text[], %s::text[], %s::timestamptz[]) "
-        "AS v(id, phase, conditions, observed, digest, objects, at) "
-        f"WHERE t.{quote(meta.pk.column)} = v.id"
-    )
-    params = [
-        ids,
-        [phase for phase, _, _ in rows],
-        [json.dumps(conditions) for _, conditions, _ in rows],
-        [fields["observed_generation"] for _, _, fields in rows],
-        [fields["applied_digest"] for _, _, fields in rows],
-        [json.dumps(fields["applied_objects"]) for _, _, fields in rows],
-        [fields["last_reconciled_at"] for _, _, fields in rows],
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+    fields = ["phase", "conditions", *sorted(DEFERRED_FIELDS)]
+    update_rows(Tenant, {pk: {"phase": phase, "conditions": conditions, **values}
+                         for pk, (phase, conditions, values) in writes.items()}, fields)
     writes.clear()

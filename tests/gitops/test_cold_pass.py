@@ -326,3 +326,33 @@ def test_chunk_locks_skip_what_another_session_holds(fleet_of_tenants) -> None:
         assert got == (True,)
     finally:
         other.close()
+
+
+def test_update_rows_stores_what_the_orm_stores(db) -> None:
+    """JSON (quotes, backslashes, unicode, nesting), strings, integers and times through `update_rows` end as
+    the ORM's own UPDATE leaves them, compared in the database."""
+    import datetime
+
+    from django.db import connection
+
+    from gpufleet.bulk import update_rows
+
+    a, b = factories.tenant("bulk-a"), factories.tenant("bulk-b")
+    values = {
+        "phase": Phase.READY,
+        "conditions": [{"type": "Ready", "message": 'say "hi" \\ back\\slash \u00e9\u4e2d {x,y} NULL', "n": [1, 2.5]}],
+        "observed_generation": 7,
+        "applied_objects": ["v1/Namespace/tenant-x", "a,b", "{}"],
+        "last_reconciled_at": datetime.datetime(2026, 3, 4, 5, 6, 7, 890123, tzinfo=datetime.UTC),
+    }
+    update_rows(Tenant, {a.pk: values}, list(values))
+    Tenant.objects.filter(pk=b.pk).update(**values)
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT x.phase = y.phase, x.conditions = y.conditions, x.observed_generation = y.observed_generation, "
+            "x.applied_objects = y.applied_objects, x.last_reconciled_at = y.last_reconciled_at "
+            "FROM tenants_tenant x, tenants_tenant y WHERE x.id = %s AND y.id = %s", [a.pk, b.pk])
+        assert cursor.fetchone() == (True, True, True, True, True)
+    a.refresh_from_db()
+    assert a.conditions == values["conditions"] and a.last_reconciled_at == values["last_reconciled_at"]
