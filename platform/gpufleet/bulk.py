@@ -9,6 +9,7 @@ cast to the column's type, which for jsonb stores exactly what the ORM would). E
 
 from __future__ import annotations
 
+import datetime
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -48,4 +49,26 @@ def update_rows(model: type[models.Model], rows: Mapping[Any, Mapping[str, Any]]
            f"FROM unnest({', '.join(casts)}) AS v(pk, {', '.join(names)}) "
            f"WHERE t.{quote(meta.pk.column)} = v.pk")
     with connection.cursor() as cursor:
-        cursor.execute(sql, arrays)
+        cursor.execute(sql, [_array_literal(values) or values for values in arrays])
+
+
+def _array_literal(values: list[Any]) -> str | None:
+    """PostgreSQL's text form of an array of these values -- one string parameter, instead of a list that
+    psycopg quotes element by element in Python (0.1 s for a 250-row chunk) -- or None for a type not
+    written here (then psycopg adapts the list). Strings are double-quoted with `\\` and `"` escaped, as the
+    array input syntax wants; NULL is the unquoted word, so the string "NULL" stays a string."""
+    parts: list[str] = []
+    for value in values:
+        if value is None:
+            parts.append("NULL")
+        elif isinstance(value, bool):
+            return None
+        elif isinstance(value, int):
+            parts.append(str(value))
+        elif isinstance(value, str):
+            parts.append('"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"')
+        elif isinstance(value, datetime.datetime) and value.tzinfo is not None:
+            parts.append(f'"{value.isoformat()}"')
+        else:
+            return None
+    return "{" + ",".join(parts) + "}"

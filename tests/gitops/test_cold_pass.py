@@ -329,30 +329,34 @@ def test_chunk_locks_skip_what_another_session_holds(fleet_of_tenants) -> None:
 
 
 def test_update_rows_stores_what_the_orm_stores(db) -> None:
-    """JSON (quotes, backslashes, unicode, nesting), strings, integers and times through `update_rows` end as
-    the ORM's own UPDATE leaves them, compared in the database."""
+    """JSON (quotes, backslashes, unicode, braces, the word NULL), strings, integers, times and a NULL through
+    `update_rows`, two rows in one statement, end as the ORM's own UPDATE leaves them, compared in SQL."""
     import datetime
 
     from django.db import connection
 
     from gpufleet.bulk import update_rows
 
-    a, b = factories.tenant("bulk-a"), factories.tenant("bulk-b")
-    values = {
-        "phase": Phase.READY,
-        "conditions": [{"type": "Ready", "message": 'say "hi" \\ back\\slash \u00e9\u4e2d {x,y} NULL', "n": [1, 2.5]}],
-        "observed_generation": 7,
-        "applied_objects": ["v1/Namespace/tenant-x", "a,b", "{}"],
-        "last_reconciled_at": datetime.datetime(2026, 3, 4, 5, 6, 7, 890123, tzinfo=datetime.UTC),
-    }
-    update_rows(Tenant, {a.pk: values}, list(values))
-    Tenant.objects.filter(pk=b.pk).update(**values)
+    when = datetime.datetime(2026, 3, 4, 5, 6, 7, 890123, tzinfo=datetime.UTC)
+    values = [
+        {"phase": Phase.READY, "observed_generation": 7, "last_reconciled_at": when,
+         "conditions": [{"type": "Ready", "message": 'say "hi" \\ back\\slash \u00e9\u4e2d {x,y} NULL', "n": [1, 2.5]}],
+         "applied_objects": ["v1/Namespace/tenant-x", "a,b", "{}", "NULL", '"q"']},
+        {"phase": 'we"ird\\ph', "observed_generation": 0, "last_reconciled_at": None,
+         "conditions": [], "applied_objects": [{"nested": {"k": None}}]},
+    ]
+    ours = [factories.tenant(f"bulk-{i}") for i in range(2)]
+    theirs = [factories.tenant(f"orm-{i}") for i in range(2)]
+    update_rows(Tenant, {t.pk: v for t, v in zip(ours, values, strict=True)}, list(values[0]))
+    for tenant, v in zip(theirs, values, strict=True):
+        Tenant.objects.filter(pk=tenant.pk).update(**v)
 
+    columns = ("phase", "conditions", "observed_generation", "applied_objects", "last_reconciled_at")
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT x.phase = y.phase, x.conditions = y.conditions, x.observed_generation = y.observed_generation, "
-            "x.applied_objects = y.applied_objects, x.last_reconciled_at = y.last_reconciled_at "
-            "FROM tenants_tenant x, tenants_tenant y WHERE x.id = %s AND y.id = %s", [a.pk, b.pk])
-        assert cursor.fetchone() == (True, True, True, True, True)
-    a.refresh_from_db()
-    assert a.conditions == values["conditions"] and a.last_reconciled_at == values["last_reconciled_at"]
+        for a, b in zip(ours, theirs, strict=True):
+            same = ", ".join(f"x.{c} IS NOT DISTINCT FROM y.{c}" for c in columns)
+            cursor.execute(f"SELECT {same} FROM tenants_tenant x, tenants_tenant y WHERE x.id = %s AND y.id = %s",
+                           [a.pk, b.pk])
+            assert cursor.fetchone() == (True,) * len(columns)
+    first = Tenant.objects.get(pk=ours[0].pk)
+    assert first.conditions == values[0]["conditions"] and first.last_reconciled_at == when
