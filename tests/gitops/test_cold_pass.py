@@ -360,3 +360,30 @@ def test_update_rows_stores_what_the_orm_stores(db) -> None:
             assert cursor.fetchone() == (True,) * len(columns)
     first = Tenant.objects.get(pk=ours[0].pk)
     assert first.conditions == values[0]["conditions"] and first.last_reconciled_at == when
+
+
+def test_a_worker_that_dies_leaves_its_chunks_to_the_pass(
+        fleet_of_tenants, settings, gitops_repo: Path, monkeypatch) -> None:
+    need_binary("git")
+    need_reference()
+    import os
+
+    monkeypatch.setattr(fleet, "CHUNK", 2)  # 8 tenants: four chunks over two workers
+    settings.GPUFLEET_RECONCILE_WORKERS = 2
+    victim = fleet_of_tenants[2].slug
+    original = prerender.prerender
+    parent = os.getpid()
+
+    def dying(view, ctx, backend):  # type: ignore[no-untyped-def]
+        if view.slug == victim and os.getpid() != parent:
+            os._exit(3)  # the worker rendering this chunk dies mid-chunk
+        return original(view, ctx, backend)
+
+    monkeypatch.setattr(prerender, "prerender", dying)
+    reaped = prerender.WORKER_USAGE["workers"]
+
+    assert reconcile_all() == 8
+
+    assert all(t.phase == Phase.READY and t.observed_generation == t.generation for t in Tenant.objects.all())
+    assert status(gitops_repo) == ""
+    assert prerender.WORKER_USAGE["workers"] == reaped + 1, "the survivor reported; the dead one was reaped"
