@@ -180,21 +180,35 @@ class Measure:
         self.load_before = _loadavg()
         self.self0 = resource.getrusage(resource.RUSAGE_SELF)
         self.children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.workers0 = dict(_worker_usage())
         self.start = time.perf_counter()
 
     def stop(self) -> Measure:
         self.wall = time.perf_counter() - self.start
         own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         self.cpu = own.ru_utime + own.ru_stime - self.self0.ru_utime - self.self0.ru_stime
+        workers = _worker_usage()
+        # The render workers (tenants.prerender) are reaped children too: their CPU is counted apart from git's.
+        self.workers = int(workers["workers"] - self.workers0["workers"])
+        self.worker_cpu = workers["cpu"] - self.workers0["cpu"]
         self.git_cpu = (children.ru_utime + children.ru_stime - self.children0.ru_utime
-                        - self.children0.ru_stime)
+                        - self.children0.ru_stime) - self.worker_cpu
+        self.worker_rss_mb = workers["peak_rss_kb"] / 1024 if self.workers else 0.0
         self.peak_rss_mb = _peak_rss_kb() / 1024
         self.load = _loadavg()
         return self
 
     def line(self) -> str:
-        return (f"wall {self.wall:.3f} s, CPU {self.cpu:.3f} s + git {self.git_cpu:.3f} s, "
+        workers = (f" + {self.workers} render workers {self.worker_cpu:.3f} s (peak RSS of one "
+                   f"{self.worker_rss_mb:.0f} MB)" if self.workers else "")
+        return (f"wall {self.wall:.3f} s, CPU {self.cpu:.3f} s + git {self.git_cpu:.3f} s{workers}, "
                 f"peak RSS {self.peak_rss_mb:.0f} MB, load {self.load_before} -> {self.load}")
+
+
+def _worker_usage() -> dict[str, float]:
+    from tenants.prerender import WORKER_USAGE
+
+    return WORKER_USAGE
 
 
 def _loadavg() -> str:

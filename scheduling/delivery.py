@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpufleet import clock
+from gpufleet.bulk import update_rows
 from infra.errors import InfraError, TransientError
 from tenants.render import Placed, RenderContext, TenantView
 
@@ -113,9 +114,9 @@ _CHUNK: ContextVar[_Chunk | None] = ContextVar("placement_chunk", default=None)
 @contextmanager
 def placement_chunk(tenants: list[Any]) -> Iterator[None]:
     """tenants.reconcile.CHUNK_SCOPES: inside, `record_placement` for these tenants reads their preloaded
-    rows and defers its UPDATE; one `bulk_update` per set of fields writes them when the chunk ends (its
-    commit made): two queries a chunk instead of two per tenant and cluster. Writes are flushed even if the
-    chunk failed part-way, as each was recorded for an apply that happened."""
+    rows and defers its UPDATE; one UPDATE per set of fields (`gpufleet.bulk.update_rows`) writes them when
+    the chunk ends (its commit made): two queries a chunk instead of two per tenant and cluster. Writes are
+    flushed even if the chunk failed part-way, as each was recorded for an apply that happened."""
     from .models_clusters import Placement
 
     rows = Placement.objects.filter(tenant_id__in=[t.pk for t in tenants]).select_related("cluster").only(
@@ -126,12 +127,12 @@ def placement_chunk(tenants: list[Any]) -> Iterator[None]:
         yield
     finally:
         _CHUNK.reset(token)
-        by_fields: dict[tuple[str, ...], list[Any]] = {}
+        by_fields: dict[tuple[str, ...], dict[int, dict[str, Any]]] = {}
         for pk, fields in chunk.writes.items():
-            by_fields.setdefault(tuple(sorted(fields)), []).append(Placement(pk=pk, **fields))
+            by_fields.setdefault(tuple(sorted(fields)), {})[pk] = fields
         try:
-            for names, objs in by_fields.items():
-                Placement.objects.bulk_update(objs, list(names), batch_size=500)
+            for names, rows in by_fields.items():  # one UPDATE each (bulk_update's CASE per row was ~1 ms a row)
+                update_rows(Placement, rows, names)
         except Exception:  # status only: the tenants' applies and commit stand; the next apply rewrites it
             log.exception("recording the placement status of %d placements failed", len(chunk.writes))
 

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, ExitStack, nullcontext
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import connection
@@ -35,8 +36,9 @@ from gpufleet import clock
 from infra.backend import ApplyResult, Backend
 from infra.errors import InfraError, TransientError
 
-from . import reconcile
+from . import prerender, reconcile
 from .backends import get_backend, get_schema_registry
+from .chunk_status import chunk_status
 from .models import Phase, Tenant
 from .render import RenderContext, TenantView, placed_digest, render_placed
 
@@ -155,7 +157,11 @@ def _remember(outcomes: list[reconcile.Outcome], backend: Backend, ctx: RenderCo
     for outcome in outcomes:
         if outcome.rendered is not None and outcome.phase in STEADY and not outcome.problems:
             view, placed, applied = outcome.rendered
-            seen[inputs_key(ctx_key, view)] = _known(applied, placed, token)
+            if outcome.tokens is not None:  # rendered ahead (tenants.prerender): its tokens came with it
+                objects, owners = outcome.tokens
+                seen[inputs_key(ctx_key, view)] = Known(applied, objects, owners)
+            else:
+                seen[inputs_key(ctx_key, view)] = _known(applied, placed, token)
 
 
 def _chunks(items: list[T], size: int) -> Iterator[list[T]]:
@@ -226,7 +232,77 @@ def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet rec
     if clean_ids:
         _stamp_reconciled(clean_ids)
     batch = getattr(backend, "batch", None)
-    for chunk in _chunks(dirty, CHUNK):
+    chunks = list(_chunks(dirty, CHUNK))
+    with _prerendering(chunks, views, ctx, backend) as ahead:
+        _reconcile_chunks(result, chunks, ahead, rows, views, backend, ctx, ctx_key, seen, batch, message)
+    _KNOWN.clear()
+    _KNOWN.update(seen)
+    return result
+
+
+def workers() -> int:
+    """Worker processes rendering ahead on the cold path (GPUFLEET_RECONCILE_WORKERS >= 0; else one per core,
+    at most 2, and none on a single core, where they would only take turns with the pass)."""
+    configured = int(getattr(settings, "GPUFLEET_RECONCILE_WORKERS", -1))
+    if configured >= 0:
+        return configured
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return min(2, cores) if cores > 1 else 0
+
+
+@contextmanager
+def _prerendering(chunks: list[list[int]], views: dict[int, TenantView], ctx: RenderContext,
+                  backend: Backend) -> Iterator[Callable[[int], dict[str, prerender.Prerendered]]]:
+    """`ahead(i)`: chunk i rendered by a worker (by slug), the next chunks handed out meanwhile. Only worth
+    forking for more than one chunk (the cold start, a platform-wide change); else `ahead` is always {}."""
+    count = workers()
+    if len(chunks) < 2 or count == 0 or not prerender.supported(backend):
+        yield lambda index: {}
+        return
+
+    def chunk_views(index: int) -> list[TenantView]:
+        return [views[pk] for pk in chunks[index] if pk in views]
+
+    first = next((views[pk] for chunk in chunks for pk in chunk if pk in views), None)
+    if first is not None:
+        try:  # before forking: the validators and emitter memos are built once here, not once per worker
+            prerender.prerender(first, ctx, backend)
+        except Exception:  # noqa: S110 - only a warm-up; the reconcile reports this tenant's error
+            pass
+    with ExitStack() as stack:
+        try:
+            pool = stack.enter_context(prerender.workers(ctx, backend, count))
+        except OSError:  # no fork (resource limits): the pass renders inline, as it always could
+            log.exception("fleet reconcile: starting the render workers failed; rendering inline")
+            yield lambda index: {}
+            return
+        submitted = 0
+
+        def hand_out() -> None:
+            nonlocal submitted
+            while submitted < len(chunks) and pool.submit(submitted, chunk_views(submitted)):
+                submitted += 1
+
+        def ahead(index: int) -> dict[str, prerender.Prerendered]:
+            try:
+                return pool.take(index)
+            finally:
+                hand_out()  # the worker just freed starts on the next chunk while this one is reconciled
+
+        hand_out()
+        yield ahead
+
+
+def _reconcile_chunks(result: FleetPass, chunks: list[list[int]], ahead: Callable[[int], dict],
+                      rows: dict[int, Tenant], views: dict[int, TenantView], backend: Backend,
+                      ctx: RenderContext, ctx_key: str, seen: dict[bytes, Known], batch: Any,
+                      message: str) -> None:
+    for index, chunk in enumerate(chunks):
+        try:
+            pre = ahead(index)
+        except Exception:  # a worker died: this chunk renders inline
+            log.exception("fleet reconcile: a render worker failed; rendering the chunk inline")
+            pre = {}
         scope: AbstractContextManager[None] = (
             batch(f"{message}: {len(chunk)} tenants") if batch else nullcontext()
         )
@@ -239,6 +315,8 @@ def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet rec
             prepared = {}
         try:
             with ExitStack() as scopes:
+                # Exits last: the kept status writes and the locks outlast the chunk's commit.
+                status = scopes.enter_context(chunk_status(chunk))
                 for enter in reconcile.CHUNK_SCOPES:  # e.g. placement status, written once per chunk
                     try:
                         scopes.enter_context(enter([rows[pk] for pk in chunk]))
@@ -248,7 +326,8 @@ def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet rec
                 for tenant_id in chunk:
                     try:
                         outcome = reconcile.reconcile_tenant(tenant_id, backend, ctx=ctx, view=views.get(tenant_id),
-                                                             prepared=prepared.get(tenant_id))
+                                                             prepared=prepared.get(tenant_id),
+                                                             pre=pre.get(rows[tenant_id].slug), chunk=status)
                     except TransientError as exc:
                         result.retry.append(tenant_id)
                         result.errors.append(f"tenant {tenant_id}: {exc} (will retry)")
@@ -270,6 +349,3 @@ def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet rec
             result.retry.extend(written)
         else:
             _remember(result.outcomes[first:], backend, ctx, ctx_key, seen)
-    _KNOWN.clear()
-    _KNOWN.update(seen)
-    return result

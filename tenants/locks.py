@@ -53,3 +53,28 @@ def exclusive(name: str, key: int) -> Iterator[None]:
 
 def tenant_lock(tenant_id: int) -> object:
     return exclusive("tenant", tenant_id)
+
+
+def try_exclusive_many(name: str, keys: list[int]) -> list[int]:
+    """Take (NAMESPACES[name], key) for every key that no other session holds, in ONE statement, without
+    waiting: the keys taken (the caller holds them until `release_many`). Never waiting is what makes holding
+    many at once safe: a session that holds one of them is simply left to the caller's one-by-one path, so
+    no two sessions can wait on each other. PostgreSQL only ([] elsewhere: take them one by one)."""
+    if connection.vendor != "postgresql" or not keys:
+        return []
+    for key in keys:
+        if key not in _INT4:
+            raise ValueError(f"advisory lock key {key} does not fit in a 32-bit integer")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT k FROM unnest(%s::int[]) AS k WHERE pg_try_advisory_lock(%s, k)",
+                       ["{" + ",".join(map(str, keys)) + "}", NAMESPACES[name]])
+        return [row[0] for row in cursor.fetchall()]
+
+
+def release_many(name: str, keys: list[int]) -> None:
+    """Release what `try_exclusive_many` took, in one statement."""
+    if connection.vendor != "postgresql" or not keys:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_unlock(%s, k) FROM unnest(%s::int[]) AS k",
+                       [NAMESPACES[name], "{" + ",".join(map(str, keys)) + "}"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -25,13 +26,17 @@ from infra.manifests import ref
 from . import secrets
 from .actions import _condition
 from .backends import get_backend, get_schema_registry
+from .chunk_status import ChunkStatus
 from .locks import tenant_lock
 from .models import Phase, Tenant
+from .prerender import Prerendered
+from .prerender import target as placement_target
 from .render import (
     Placed,
     RenderContext,
     TenantView,
     placed_digest,
+    placements,
     platform_targets,
     render_placed,
     render_platform,
@@ -54,6 +59,9 @@ class Outcome:
     # what these inputs render, per placement.
     rendered: tuple[TenantView, list[tuple[str, list[dict]]], str] | None = field(
         default=None, compare=False, repr=False)
+    # Rendered ahead (tenants.prerender): `rendered`'s placed list is empty and these are, per placement,
+    # (owner on its host cluster, the backend's token), with the object count.
+    tokens: tuple[int, tuple[tuple[str, object], ...]] | None = field(default=None, compare=False, repr=False)
 
     @property
     def summary(self) -> str:
@@ -161,12 +169,14 @@ def _merge_condition(conditions: list[dict], new: dict) -> list[dict]:
 
 def reconcile_tenant(
     tenant_id: int, backend: Backend | None = None, *, ctx: RenderContext | None = None,
-    view: TenantView | None = None, prepared: Prepared | None = None,
+    view: TenantView | None = None, prepared: Prepared | None = None, pre: Prerendered | None = None,
+    chunk: ChunkStatus | None = None,
 ) -> Outcome:
     """Reconcile one tenant (`_reconcile_tenant`), timed by outcome for `/metrics`."""
     started = time.perf_counter()
     try:
-        outcome = _reconcile_tenant(tenant_id, backend, ctx=ctx, view=view, prepared=prepared)
+        outcome = _reconcile_tenant(tenant_id, backend, ctx=ctx, view=view, prepared=prepared, pre=pre,
+                                    chunk=chunk)
     except InfraError as exc:
         reason = exc.reason or type(exc).__name__
         metrics.observe_reconcile(f"error:{reason}", time.perf_counter() - started, reason)
@@ -181,14 +191,20 @@ def reconcile_tenant(
 
 def _reconcile_tenant(
     tenant_id: int, backend: Backend | None = None, *, ctx: RenderContext | None = None,
-    view: TenantView | None = None, prepared: Prepared | None = None,
+    view: TenantView | None = None, prepared: Prepared | None = None, pre: Prerendered | None = None,
+    chunk: ChunkStatus | None = None,
 ) -> Outcome:
     """`ctx`, `view` and `prepared` let a fleet-wide pass (tenants.fleet) load render inputs and conditions
     in bulk; `view` and `prepared` are used only if the locked row still matches them (spec changes bump
-    `generation`), else reloaded."""
+    `generation`), else reloaded. `pre` is the render of a view done ahead (tenants.prerender), used only
+    if it is of the view and placements found here, and not for a teardown. Inside a fleet pass's
+    `chunk` (tenants.chunk_status) the tenant's lock may be held and its row read for it already, and its
+    final status write kept for the chunk's one UPDATE."""
     backend = backend or get_backend()
-    with tenant_lock(tenant_id):
-        tenant = Tenant.objects.filter(pk=tenant_id).first()
+    held, tenant = chunk.row(tenant_id) if chunk is not None else (False, None)
+    with nullcontext() if held else tenant_lock(tenant_id):
+        if not held:
+            tenant = Tenant.objects.filter(pk=tenant_id).first()
         if tenant is None:
             return Outcome(str(tenant_id), "missing")
         if tenant.phase in SKIP_PHASES:
@@ -197,12 +213,23 @@ def _reconcile_tenant(
         if view is None or view != TenantView.of(tenant, **view.extra):
             view = tenant_view(tenant)
         ctx = ctx or RenderContext.from_settings()  # platform-wide inputs (the catalog): loaded once
-        rendered = render_placed(view, ctx)  # per host cluster the tenant is placed on
-        manifests = [m for _, objects in rendered for m in objects]
-        problems = get_schema_registry().validate(manifests)
+        if pre is not None and pre.view == view and tenant.phase != Phase.DEPROVISIONING:
+            # The render was done ahead from this very view: only the placements (which carry the narrowed
+            # contexts the hooks and the teardown read) are taken here, and must be the ones it rendered.
+            rendered = [(p, []) for p in placements(view, ctx)]
+            if tuple(placement_target(p) for p, _ in rendered) != pre.targets:
+                pre = None
+        else:
+            pre = None
+        if pre is None:
+            rendered = render_placed(view, ctx)  # per host cluster the tenant is placed on
+            manifests = [m for _, objects in rendered for m in objects]
+            problems = tuple(str(p) for p in get_schema_registry().validate(manifests)[:20])
+        else:
+            manifests, problems = [], pre.problems
         if problems:
             # Never write an object the cluster would reject or silently prune.
-            messages = tuple(str(p) for p in problems[:20])
+            messages = problems
             cond = _condition("Ready", "False", "InvalidManifest", "; ".join(messages))
             _finish(tenant, Phase.FAILED, _merge_condition(tenant.conditions, cond), "tenant.failed")
             return Outcome(tenant.slug, Phase.FAILED, problems=messages)
@@ -227,7 +254,7 @@ def _reconcile_tenant(
                 # Ordered and resumable: stop admission, vCluster, policies, OpenBao, namespace last.
                 result = teardown_tenant(tenant, backend, view, ctx, message, [p for p, _ in rendered])
             else:
-                result = apply_placed(backend, tenant, rendered, message)
+                result = apply_placed(backend, tenant, rendered, message, files=pre.files if pre else None)
                 tenant.conditions = _merge_condition(tenant.conditions, _secrets_condition(tenant.slug, backend))
                 if prepared is not None and (prepared.generation, prepared.trust_level) != (
                         tenant.generation, tenant.trust_level):
@@ -253,17 +280,16 @@ def _reconcile_tenant(
             phase, cond = Phase.SUSPENDED, _condition("Ready", "False", "Suspended", "GPU admission stopped")
         else:
             phase, cond = Phase.READY, _condition("Ready", "True", "Applied", result.summary())
-        applied = placed_digest(rendered)
-        _finish(
-            tenant,
-            phase,
-            _merge_condition(tenant.conditions, cond),
-            f"tenant.{phase}",
-            observed_generation=generation,
-            applied_digest=applied,
-            applied_objects=list(dict.fromkeys(ref(m).key for m in manifests)),
-            last_reconciled_at=clock.now(),
-        )
+        applied = pre.digest if pre is not None else placed_digest(rendered)
+        keys = list(pre.keys) if pre is not None else list(dict.fromkeys(ref(m).key for m in manifests))
+        conditions = _merge_condition(tenant.conditions, cond)
+        fields = {"observed_generation": generation, "applied_digest": applied, "applied_objects": keys,
+                  "last_reconciled_at": clock.now()}
+        if chunk is None or not chunk.defer(tenant, phase, conditions, fields):
+            _finish(tenant, phase, conditions, f"tenant.{phase}", **fields)
+        if pre is not None:
+            owners = tuple(zip((p.owner(tenant.owner) for p, _ in rendered), pre.tokens, strict=True))
+            return Outcome(tenant.slug, phase, result, rendered=(view, [], applied), tokens=(pre.objects, owners))
         placed = [(p.owner(tenant.owner), objects) for p, objects in rendered]
         return Outcome(tenant.slug, phase, result, rendered=None if teardown else (view, placed, applied))
 
@@ -285,15 +311,20 @@ def _report(tenant: Tenant, placed: Placed, error: InfraError | None) -> None:
 
 
 def apply_placed(backend: Backend, tenant: Tenant, rendered: list[tuple[Placed, list[dict]]],
-                 message: str) -> ApplyResult:
+                 message: str, *, files: tuple[dict[str, bytes], ...] | None = None) -> ApplyResult:
     """Apply the tenant's objects on every host cluster it is placed on. A cluster that fails (unreachable,
     or it rejects an object) is marked on that placement and does not stop the others; the first error is
-    raised once every cluster was tried, so the tenant is retried (transient) or failed (permanent)."""
+    raised once every cluster was tried, so the tenant is retried (transient) or failed (permanent).
+    `files`: per placement, the objects already serialised (tenants.prerender) for `backend.apply_files`."""
     results: list[ApplyResult] = []
     errors: list[InfraError] = []
-    for placed, objects in rendered:
+    for i, (placed, objects) in enumerate(rendered):
         try:
-            results.append(backend.apply(placed.owner(tenant.owner), objects, message=message))
+            owner = placed.owner(tenant.owner)
+            if files is not None:
+                results.append(backend.apply_files(owner, files[i], message=message))  # type: ignore[attr-defined]
+            else:
+                results.append(backend.apply(owner, objects, message=message))
         except InfraError as exc:
             _report(tenant, placed, exc)
             if len(rendered) == 1:

@@ -258,6 +258,9 @@ GPUFLEET_GITOPS_REMOTE_BRANCH = env("GPUFLEET_GITOPS_REMOTE_BRANCH", "main") or 
 GPUFLEET_GITOPS_PUSH = env_bool("GPUFLEET_GITOPS_PUSH", False)
 # Where the push sidecar records its rounds (helm/gpufleet/files/gitops-push.sh); "" = <repo>/.git/gpufleet.
 GPUFLEET_GITOPS_PUSH_STATUS_DIR = env("GPUFLEET_GITOPS_PUSH_STATUS_DIR", "") or ""
+# Processes that render, validate and serialise ahead on a fleet pass of more than one chunk (the cold
+# start: tenants/prerender.py); "" = one per core, at most 2 (none on one core); 0 = render inline.
+GPUFLEET_RECONCILE_WORKERS = int(env("GPUFLEET_RECONCILE_WORKERS", "") or -1)
 # Upstream schemas (CRDs, vCluster values schema) used to validate rendered manifests before apply.
 GPUFLEET_REFERENCE_DIR = env("GPUFLEET_REFERENCE_DIR", str(REPO_DIR.parent / "shared" / "reference"))
 GPUFLEET_KUBERNETES_VERSION = env("GPUFLEET_KUBERNETES_VERSION", "1.33")
