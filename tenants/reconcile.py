@@ -35,6 +35,7 @@ from .render import (
     platform_targets,
     render_placed,
     render_platform,
+    with_platform_inputs,
 )
 from .teardown import run as teardown_tenant
 
@@ -143,7 +144,7 @@ def prepare_conditions(tenants: list[Tenant]) -> dict[int, Prepared]:
 
 def desired_manifests(tenant: Tenant, ctx: RenderContext | None = None) -> list[dict]:
     """Everything the tenant owns, on every host cluster it is placed on (home first)."""
-    rendered = render_placed(tenant_view(tenant), ctx or RenderContext.from_settings())
+    rendered = render_placed(tenant_view(tenant), ctx or RenderContext.from_settings(tenants_only=True))
     return [m for _, objects in rendered for m in objects]
 
 
@@ -196,7 +197,8 @@ def _reconcile_tenant(
         generation = tenant.generation
         if view is None or view != TenantView.of(tenant, **view.extra):
             view = tenant_view(tenant)
-        ctx = ctx or RenderContext.from_settings()  # platform-wide inputs (the catalog): loaded once
+        # Platform-wide inputs (the catalog): loaded once; not those only the platform's objects read.
+        ctx = ctx or RenderContext.from_settings(tenants_only=True)
         rendered = render_placed(view, ctx)  # per host cluster the tenant is placed on
         manifests = [m for _, objects in rendered for m in objects]
         problems = get_schema_registry().validate(manifests)
@@ -368,7 +370,7 @@ def reconcile_platform(backend: Backend | None = None, ctx: RenderContext | None
     """The platform's cluster-wide objects on every host cluster (each its own flavors and node pools). One
     cluster failing does not stop the others; its error is raised once all were tried."""
     backend = backend or get_backend()
-    ctx = ctx or RenderContext.from_settings()
+    ctx = with_platform_inputs(ctx or RenderContext.from_settings())
     ensure_layout(backend, ctx)
     targets = [(t, render_platform(t.ctx)) for t in platform_targets(ctx)]
     problems = get_schema_registry().validate([m for _, objects in targets for m in objects])
