@@ -13,11 +13,23 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from django.db import connection
+from django.db.models.expressions import RawSQL
+
 from tenants import reconcile
 from tenants.isolation import config as isolation_config
 from tenants.isolation.models import AllocationPolicy, TenantIsolation
 
 from . import inputs
+
+
+def ids_in(ids: list[int]) -> Any:
+    """The right-hand side of `tenant_id__in` for many ids. On PostgreSQL ONE array parameter
+    (`IN (SELECT unnest(%s::bigint[]))`): a list of 500 ids is 500 placeholders that Django prepares and
+    psycopg splices one by one -- a fifth of a no-op pass at 10,000 tenants. Elsewhere the list itself."""
+    if connection.vendor != "postgresql":
+        return ids
+    return RawSQL("SELECT unnest(%s::bigint[])", ["{" + ",".join(str(int(i)) for i in ids) + "}"])
 
 
 def _isolation_rows(tenants: list[Any]) -> tuple[dict[str, Any], dict[int, Any]]:
@@ -26,7 +38,7 @@ def _isolation_rows(tenants: list[Any]) -> tuple[dict[str, Any], dict[int, Any]]
 
     def load() -> tuple[dict[str, Any], dict[int, Any]]:
         levels = {row.trust_level: row for row in AllocationPolicy.objects.all()}
-        return levels, {row.tenant_id: row for row in TenantIsolation.objects.filter(tenant_id__in=ids)}
+        return levels, {row.tenant_id: row for row in TenantIsolation.objects.filter(tenant_id__in=ids_in(list(ids)))}
 
     return reconcile.shared_rows(("isolation_rows", ids), load)
 
@@ -49,7 +61,7 @@ def scheduling_many(tenants: list[Any]) -> dict[int, dict[str, Any]]:
     from .models import InferenceEndpoint, Placement, Quota
     from .models import TenantScheduling as Settings
 
-    ids = [t.pk for t in tenants]
+    ids = ids_in([t.pk for t in tenants])
     settings_rows = Settings.objects.select_related("cohort", "priority_class").filter(tenant_id__in=ids)
     rows = {r.tenant_id: r for r in settings_rows}
     quotas: dict[int, dict[str, dict[str, inputs.QuotaSpec]]] = defaultdict(dict)
