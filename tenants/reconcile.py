@@ -214,7 +214,7 @@ def _reconcile_tenant(
         verb = "deprovision" if teardown else "reconcile"
         message = f"tenant {tenant.slug}: {verb} generation {generation}"
         try:
-            if tenant.phase == Phase.APPROVED:
+            if tenant.phase == Phase.APPROVED and _platform_missing(backend, ctx):
                 # A first tenant needs the platform's shared objects (chart repositories, flavors) too.
                 try:
                     reconcile_platform(backend, ctx)
@@ -394,6 +394,20 @@ def reconcile_platform(backend: Backend | None = None, ctx: RenderContext | None
     if errors:
         raise _combined(errors, len(targets))
     return results[0] if len(results) == 1 else _merge_results(results)
+
+
+def _platform_missing(backend: Backend, ctx: RenderContext) -> bool:
+    """Might some host cluster lack the platform's shared objects? Only then does an approve apply them: the
+    platform's render lists every tenant's ClusterQueue (fleetops), so at 10,000 tenants re-applying it made
+    each approve cost what the fleet costs; keeping it current is the periodic pass's job (and catalog
+    changes enqueue one). A backend that cannot tell cheaply (no `has_committed`) is always asked to apply."""
+    committed = getattr(backend, "has_committed", None)
+    if committed is None:
+        return True
+    try:
+        return not committed([target.owner("platform") for target in platform_targets(ctx)])
+    except InfraError:  # the platform's own apply reports (or repairs) what is wrong with the repository
+        return True
 
 
 def ensure_layout(backend: Backend, ctx: RenderContext) -> None:

@@ -598,6 +598,13 @@ class GitOpsBackend:
                 revision = self._commit(changed, f"{self._subject(message, changed)}\n\n{body}")
             return {str(p.owner): p.result(revision if p.changed else None) for p in plans}
 
+    def has_committed(self, owners: Sequence[str]) -> bool:
+        """Read-only: does HEAD hold a folder for each of these owners? One `cat-file --batch-check`."""
+        paths = [Owner.parse(owner).path for owner in owners]
+        if not paths or self._fingerprint()[0] is None:
+            return False
+        return all(tree is not None for tree in self._trees_at("HEAD", paths).values())
+
     def owned(self, owner: str) -> list[str]:
         own = Owner.parse(owner)
         return sorted(f"{own.path}/{n}" for n in self._existing(self.path / own.path))
