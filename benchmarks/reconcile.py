@@ -375,13 +375,20 @@ def main() -> int:
 
         def event(label: str, slug: str, write) -> tuple[Measure, bool]:  # type: ignore[no-untyped-def]
             before = _git(gitops, "rev-parse", "HEAD").strip()
+            connection.force_debug_cursor = True
+            reset_queries()
             measure, _ = _run(opts, "event", write)
+            queries = list(connection.queries)
+            connection.force_debug_cursor = False
+            if os.environ.get("BENCH_SQL"):  # the statements of the event step, one per line, to this file
+                with open(os.environ["BENCH_SQL"], "a") as out:
+                    out.write(f"-- {label}\n" + "".join(f"{q['time']} {q['sql'][:300]}\n" for q in queries))
             touched = _git(gitops, "diff", "--name-only", before, "HEAD").split()
             commits = int(_git(gitops, "rev-list", "--count", f"{before}..HEAD").strip())
             # Only its own folders, on the host clusters it is placed on.
             trees = [p.cluster.tree for p in Placement.objects.filter(tenant__slug=slug).select_related("cluster")]
             own = all(any(path.startswith(f"{tree}/tenants/{slug}/") for tree in trees) for path in touched)
-            print(f"{label} ({slug}): {commits} commit(s), {len(touched)} file(s) touched"
+            print(f"{label} ({slug}): {commits} commit(s), {len(touched)} file(s) touched, {len(queries)} SQL"
                   f"{'' if own else ' (NOT all its own)'}\n    {measure.line()}")
             return measure, bool(touched) and own and commits == 1
 
