@@ -46,11 +46,6 @@ class Git:
             "GIT_CONFIG_NOSYSTEM": "1",
             "GIT_CONFIG_GLOBAL": os.devnull,
             "GIT_TERMINAL_PROMPT": "0",
-            # A small commit through `commit_files` stays one small pack (merged by `_repack_if_needed`); by
-            # default fast-import hands a pack of < 100 objects to a second process that writes them loose.
-            "GIT_CONFIG_COUNT": "1",
-            "GIT_CONFIG_KEY_0": "fastimport.unpackLimit",
-            "GIT_CONFIG_VALUE_0": "1",
         }
 
     def run(
