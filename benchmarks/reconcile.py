@@ -19,7 +19,10 @@ on a FAIL. Options: --tenants N (default 1000), --clusters N (default 1: the fle
 clusters, each tenant's home on one of them round robin, every flavor offered on each with its share of
 the capacity), --placements P (default 1: each tenant also placed on the P-1 clusters after its home, with
 its quotas there, so its objects are applied on P clusters), --profile cold|noop|event (cProfile of that
-step).
+step), --repeat K (the no-op pass and the quota change K times each: every run printed, targets judged on
+the median), --state DIR (see `_restore`: the 10,000-tenant cold start takes minutes; later runs with the
+same options start from the database and repository the first run left after its cold pass, and then
+report no cold figure).
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ import cProfile
 import os
 import pstats
 import resource
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -74,6 +79,54 @@ def _drop_database(url: str) -> None:
     name = url.rsplit("/", 1)[1]
     with psycopg.connect(url.rsplit("/", 1)[0] + "/postgres", autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _state_name(url: str, opts: argparse.Namespace) -> str:
+    return f"{url.rsplit('/', 1)[1]}_state_t{opts.tenants}_c{opts.clusters}_p{opts.placements}"
+
+
+def _saved(state: Path, opts: argparse.Namespace) -> Path:
+    """Where `--state` keeps the repository for these options (a database and a repository of another
+    fleet size never pair up: the options are in the name, and a marker file says the save completed)."""
+    return state / f"t{opts.tenants}-c{opts.clusters}-p{opts.placements}"
+
+
+def _restore(url: str, state: Path, opts: argparse.Namespace, gitops: Path) -> bool:
+    """`--state`: if a complete save for these options exists, recreate the run's database from the saved
+    template database and copy the saved repository (work tree, index, `.git/gpufleet` drift records) to
+    `gitops`; True if restored. The restored state is exactly what a cold pass of this script left: no
+    figure is taken from it before one untimed `reconcile_all` has filled this process's render memo, as
+    the cold pass does in a single run."""
+    saved = _saved(state, opts)
+    if not (saved / "complete").exists():
+        return False
+    import psycopg
+
+    name, template = url.rsplit("/", 1)[1], _state_name(url, opts)
+    with psycopg.connect(url.rsplit("/", 1)[0] + "/postgres", autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [template]).fetchone():
+            return False
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+    shutil.copytree(saved / "gitops", gitops, symlinks=True)
+    return True
+
+
+def _save(url: str, state: Path, opts: argparse.Namespace, gitops: Path) -> None:
+    """`--state`, first run: keep the database (as a template) and the repository right after the cold pass."""
+    import psycopg
+    from django.db import connection
+
+    connection.close()  # CREATE DATABASE ... TEMPLATE needs the source without sessions
+    saved = _saved(state, opts)
+    shutil.rmtree(saved, ignore_errors=True)
+    saved.mkdir(parents=True)
+    name, template = url.rsplit("/", 1)[1], _state_name(url, opts)
+    with psycopg.connect(url.rsplit("/", 1)[0] + "/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{template}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{template}" TEMPLATE "{name}"')
+    shutil.copytree(gitops, saved / "gitops", symlinks=True)
+    (saved / "complete").write_text(f"{opts.tenants} tenants, {opts.clusters} clusters, {opts.placements} placements\n")
 
 
 def _setup_django(url: str, gitops: Path) -> None:
@@ -261,51 +314,74 @@ def main() -> int:
     parser.add_argument("--clusters", type=int, default=1, help="host clusters the fleet is spread over")
     parser.add_argument("--placements", type=int, default=1, help="host clusters each tenant is placed on")
     parser.add_argument("--profile", choices=["cold", "noop", "event"], help="cProfile one step (top 30 by own time)")
+    parser.add_argument("--repeat", type=int, default=1, help="run the no-op pass and the quota change K times")
+    parser.add_argument("--state", type=Path, help="keep/reuse the state after the cold pass in this folder")
     opts = parser.parse_args()
+    repeat = max(1, opts.repeat)
 
     url = _database_url()
     _recreate_database(url)
     with tempfile.TemporaryDirectory(prefix="gpufleet-bench-") as tmp:
         gitops = Path(tmp) / "gitops"
+        restored = opts.state is not None and _restore(url, opts.state, opts, gitops)
         _setup_django(url, gitops)
         from django.db import connection, reset_queries
 
         from scheduling import actions as sched
-        from scheduling.models import Placement
+        from scheduling.models import Flavor, Placement
         from scheduling.sync import sync_fleet
         from tenants import actions
         from tenants.models import Tenant
         from tenants.tasks import reconcile_all
 
         print(f"load average at start: {_loadavg()}")
-        t0 = time.perf_counter()
         clusters = max(1, opts.clusters)
-        slugs, data = _populate(opts.tenants, clusters, opts.placements)
-        print(f"setup: {opts.tenants} tenants x {FLAVORS} flavors in PostgreSQL over {clusters} cluster(s), "
-              f"{max(1, min(opts.placements, clusters))} placement(s) per tenant ({time.perf_counter() - t0:.1f} s)")
-
-        cold, count = _run(opts, "cold", reconcile_all)
+        cold = None
+        if restored:
+            slugs = list(Tenant.objects.order_by("slug").values_list("slug", flat=True))
+            data = {"flavors": list(Flavor.objects.order_by("pk"))}
+            print(f"setup: restored {len(slugs)} tenants and the repository after their cold pass from {opts.state}")
+            warm = Measure()
+            count = reconcile_all()
+            print(f"warm-up reconcile_all (untimed figure: fills this process's render memo): {count} tenants\n"
+                  f"    {warm.stop().line()}")
+        else:
+            t0 = time.perf_counter()
+            slugs, data = _populate(opts.tenants, clusters, opts.placements)
+            print(f"setup: {opts.tenants} tenants x {FLAVORS} flavors in PostgreSQL over {clusters} cluster(s), "
+                  f"{max(1, min(opts.placements, clusters))} placement(s) per tenant "
+                  f"({time.perf_counter() - t0:.1f} s)")
+            cold, count = _run(opts, "cold", reconcile_all)
         files = sum(1 for _ in gitops.glob("clusters/*/tenants/*/*.yaml"))
         platform_files = sum(1 for _ in gitops.glob("clusters/*/platform/*.yaml"))
         not_ready = Tenant.objects.exclude(phase="ready").count()
         tracked_mb, disk_mb = _repository_mb(gitops)
-        print(f"cold reconcile_all: {count} tenants, {files} tenant objects "
+        print(f"{'cold' if cold else 'restored'} reconcile_all: {count} tenants, {files} tenant objects "
               f"({files / max(count, 1):.1f} per tenant) + {platform_files} platform objects; "
-              f"{not_ready} tenants not ready; {_git(gitops, 'rev-list', '--count', 'HEAD').strip()} commits\n"
-              f"    {cold.line()}")
+              f"{not_ready} tenants not ready; {_git(gitops, 'rev-list', '--count', 'HEAD').strip()} commits"
+              + (f"\n    {cold.line()}" if cold else ""))
         print(f"repository: {tracked_mb:.1f} MB of YAML, {disk_mb:.1f} MB on disk with .git")
+        if cold is not None and opts.state is not None:
+            _save(url, opts.state, opts, gitops)
+            print(f"state saved in {opts.state} (later runs with the same options start from it)")
 
         head = _git(gitops, "rev-parse", "HEAD").strip()
-        connection.force_debug_cursor = True
-        reset_queries()
-        noop, _ = _run(opts, "noop", reconcile_all)
-        queries = len(connection.queries)
-        connection.force_debug_cursor = False
-        unchanged = _git(gitops, "rev-parse", "HEAD").strip() == head
-        print(f"no-op reconcile_all: {queries} SQL queries, repository {'unchanged' if unchanged else 'CHANGED'}\n"
-              f"    {noop.line()}")
-        print(f"peak RSS / repository: cold {cold.peak_rss_mb / disk_mb:.2f}, no-op {noop.peak_rss_mb / disk_mb:.2f} "
-              f"(MB of RSS per MB of repository on disk)")
+        noops: list[Measure] = []
+        for _ in range(repeat):
+            connection.force_debug_cursor = True
+            reset_queries()
+            noop, _ = _run(opts, "noop", reconcile_all)
+            queries = len(connection.queries)
+            connection.force_debug_cursor = False
+            unchanged = _git(gitops, "rev-parse", "HEAD").strip() == head
+            print(f"no-op reconcile_all: {queries} SQL queries, repository {'unchanged' if unchanged else 'CHANGED'}\n"
+                  f"    {noop.line()}")
+            noops.append(noop)
+            if not unchanged:
+                break
+        if cold is not None:
+            print(f"peak RSS / repository: cold {cold.peak_rss_mb / disk_mb:.2f}, no-op "
+                  f"{noops[0].peak_rss_mb / disk_mb:.2f} (MB of RSS per MB of repository on disk)")
 
         sync, run = _run(opts, "sync", sync_fleet)
         print(f"no-op sync_fleet: {run.objects_checked} objects checked, {run.objects_changed} changed, "
@@ -313,37 +389,65 @@ def main() -> int:
 
         def event(label: str, slug: str, write) -> tuple[Measure, bool]:  # type: ignore[no-untyped-def]
             before = _git(gitops, "rev-parse", "HEAD").strip()
+            connection.force_debug_cursor = True
+            reset_queries()
             measure, _ = _run(opts, "event", write)
+            queries = list(connection.queries)
+            connection.force_debug_cursor = False
+            if os.environ.get("BENCH_SQL"):  # the statements of the event step, one per line, to this file
+                with open(os.environ["BENCH_SQL"], "a") as out:
+                    out.write(f"-- {label}\n" + "".join(f"{q['time']} {q['sql'][:300]}\n" for q in queries))
             touched = _git(gitops, "diff", "--name-only", before, "HEAD").split()
             commits = int(_git(gitops, "rev-list", "--count", f"{before}..HEAD").strip())
             # Only its own folders, on the host clusters it is placed on.
             trees = [p.cluster.tree for p in Placement.objects.filter(tenant__slug=slug).select_related("cluster")]
             own = all(any(path.startswith(f"{tree}/tenants/{slug}/") for tree in trees) for path in touched)
-            print(f"{label} ({slug}): {commits} commit(s), {len(touched)} file(s) touched"
+            print(f"{label} ({slug}): {commits} commit(s), {len(touched)} file(s) touched, {len(queries)} SQL"
                   f"{'' if own else ' (NOT all its own)'}\n    {measure.line()}")
             return measure, bool(touched) and own and commits == 1
 
         slug = slugs[len(slugs) // 2]
         tenant = Tenant.objects.get(slug=slug)
-        quota, quota_ok = event("one quota change", slug,
-                                lambda: sched.set_quota(tenant, flavor=data["flavors"][0].name, nominal=3))
+        quotas: list[Measure] = []
+        quota_ok = True
+        for i in range(repeat):  # a different value each time: every run is a real change and a commit
+            quota, ok = event("one quota change", slug,
+                              lambda i=i: sched.set_quota(tenant, flavor=data["flavors"][0].name, nominal=3 + i))
+            quotas.append(quota)
+            quota_ok = quota_ok and ok
         newcomer = actions.request_tenant("newcomer", "trusted", "Newcomer")
         approve, approve_ok = event("one tenant approved", "newcomer", lambda: actions.approve(newcomer))
         approve_ok = approve_ok and Tenant.objects.get(slug="newcomer").phase == "ready"
 
+        def median(runs: list[Measure]) -> Measure:
+            if len(runs) > 1:
+                walls = [m.wall for m in runs]
+                print(f"  {len(runs)} runs: wall min {min(walls):.3f} / median {statistics.median(walls):.3f} / "
+                      f"max {max(walls):.3f} s; CPU median {statistics.median(m.cpu for m in runs):.3f} s + git "
+                      f"{statistics.median(m.git_cpu for m in runs):.3f} s (targets judged on the median)")
+            return sorted(runs, key=lambda m: m.wall)[(len(runs) - 1) // 2]
+
+        print("no-op reconcile_all:", end="" if len(noops) > 1 else " 1 run\n")
+        noop = median(noops)
+        print("quota change:", end="" if len(quotas) > 1 else " 1 run\n")
+        quota = median(quotas)
         target_noop = target_noop_s(opts.tenants)
-        print(f"no-op/cold ratio: {noop.wall / cold.wall:.3f}; ratios to target: cold {cold.wall / TARGET_COLD_S:.2f}, "
-              f"no-op {noop.wall / target_noop:.2f}, quota change {quota.wall / TARGET_EVENT_S:.2f}, "
-              f"approve {approve.wall / TARGET_EVENT_S:.2f}")
+        cold_ratio = f"cold {cold.wall / TARGET_COLD_S:.2f}, " if cold else ""
+        print(f"ratios to target: {cold_ratio}no-op {noop.wall / target_noop:.2f}, "
+              f"quota change {quota.wall / TARGET_EVENT_S:.2f}, approve {approve.wall / TARGET_EVENT_S:.2f}")
         results = [
             (f"no-op reconcile_all <= {target_noop:.2f} s at {opts.tenants} tenants",
              noop.wall <= target_noop and unchanged),
-            (f"cold reconcile_all <= {TARGET_COLD_S:.0f} s", cold.wall <= TARGET_COLD_S and not_ready == 0),
             (f"quota change <= {TARGET_EVENT_S * 1000:.0f} ms, one commit, only its tenant's files",
              quota.wall <= TARGET_EVENT_S and quota_ok),
             (f"approve <= {TARGET_EVENT_S * 1000:.0f} ms, one commit, only its tenant's files",
              approve.wall <= TARGET_EVENT_S and approve_ok),
         ]
+        if cold is not None:
+            results.insert(1, (f"cold reconcile_all <= {TARGET_COLD_S:.0f} s",
+                               cold.wall <= TARGET_COLD_S and not_ready == 0))
+        else:
+            print("  ----  cold reconcile_all: not measured (state restored with --state)")
         for label, ok in results:
             print(f"  {'PASS' if ok else 'FAIL'}  {label}")
         connection.close()

@@ -40,6 +40,7 @@ from .render import (
     platform_targets,
     render_placed,
     render_platform,
+    with_platform_inputs,
 )
 from .teardown import run as teardown_tenant
 
@@ -151,7 +152,7 @@ def prepare_conditions(tenants: list[Tenant]) -> dict[int, Prepared]:
 
 def desired_manifests(tenant: Tenant, ctx: RenderContext | None = None) -> list[dict]:
     """Everything the tenant owns, on every host cluster it is placed on (home first)."""
-    rendered = render_placed(tenant_view(tenant), ctx or RenderContext.from_settings())
+    rendered = render_placed(tenant_view(tenant), ctx or RenderContext.from_settings(tenants_only=True))
     return [m for _, objects in rendered for m in objects]
 
 
@@ -212,7 +213,8 @@ def _reconcile_tenant(
         generation = tenant.generation
         if view is None or view != TenantView.of(tenant, **view.extra):
             view = tenant_view(tenant)
-        ctx = ctx or RenderContext.from_settings()  # platform-wide inputs (the catalog): loaded once
+        # Platform-wide inputs (the catalog): loaded once; not those only the platform's objects read.
+        ctx = ctx or RenderContext.from_settings(tenants_only=True)
         if pre is not None and pre.view == view and tenant.phase != Phase.DEPROVISIONING:
             # The render was done ahead from this very view: only the placements (which carry the narrowed
             # contexts the hooks and the teardown read) are taken here, and must be the ones it rendered.
@@ -239,7 +241,7 @@ def _reconcile_tenant(
         verb = "deprovision" if teardown else "reconcile"
         message = f"tenant {tenant.slug}: {verb} generation {generation}"
         try:
-            if tenant.phase == Phase.APPROVED:
+            if tenant.phase == Phase.APPROVED and _platform_missing(backend, ctx):
                 # A first tenant needs the platform's shared objects (chart repositories, flavors) too.
                 try:
                     reconcile_platform(backend, ctx)
@@ -399,7 +401,7 @@ def reconcile_platform(backend: Backend | None = None, ctx: RenderContext | None
     """The platform's cluster-wide objects on every host cluster (each its own flavors and node pools). One
     cluster failing does not stop the others; its error is raised once all were tried."""
     backend = backend or get_backend()
-    ctx = ctx or RenderContext.from_settings()
+    ctx = with_platform_inputs(ctx or RenderContext.from_settings())
     ensure_layout(backend, ctx)
     targets = [(t, render_platform(t.ctx)) for t in platform_targets(ctx)]
     problems = get_schema_registry().validate([m for _, objects in targets for m in objects])
@@ -423,6 +425,20 @@ def reconcile_platform(backend: Backend | None = None, ctx: RenderContext | None
     if errors:
         raise _combined(errors, len(targets))
     return results[0] if len(results) == 1 else _merge_results(results)
+
+
+def _platform_missing(backend: Backend, ctx: RenderContext) -> bool:
+    """Might some host cluster lack the platform's shared objects? Only then does an approve apply them: the
+    platform's render lists every tenant's ClusterQueue (fleetops), so at 10,000 tenants re-applying it made
+    each approve cost what the fleet costs; keeping it current is the periodic pass's job (and catalog
+    changes enqueue one). A backend that cannot tell cheaply (no `has_committed`) is always asked to apply."""
+    committed = getattr(backend, "has_committed", None)
+    if committed is None:
+        return True
+    try:
+        return not committed([target.owner("platform") for target in platform_targets(ctx)])
+    except InfraError:  # the platform's own apply reports (or repairs) what is wrong with the repository
+        return True
 
 
 def ensure_layout(backend: Backend, ctx: RenderContext) -> None:

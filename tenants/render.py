@@ -29,12 +29,19 @@ class RenderContext:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_settings(cls) -> RenderContext:
+    def from_settings(cls, *, tenants_only: bool = False) -> RenderContext:
+        """`tenants_only`: without the inputs only the platform's own objects read (`PLATFORM_CONTEXT_EXTRAS`):
+        what one tenant's reconcile needs. `with_platform_inputs` completes such a context."""
         from django.conf import settings
 
         extra: dict[str, Any] = {}
         for contribute in CONTEXT_EXTRAS:  # other apps' platform-wide inputs (e.g. the GPU catalog)
             extra.update(contribute())
+        if tenants_only:
+            extra[_TENANTS_ONLY] = True
+        else:
+            for contribute in PLATFORM_CONTEXT_EXTRAS:
+                extra.update(contribute())
         return cls(
             vcluster_chart_version=settings.GPUFLEET_VCLUSTER_CHART_VERSION,
             vcluster_chart_repo=settings.GPUFLEET_VCLUSTER_CHART_REPO,
@@ -47,6 +54,27 @@ class RenderContext:
 # Functions () -> dict that load platform-wide render inputs into RenderContext.extra (read at the edge,
 # once per reconcile, so sections stay pure).
 CONTEXT_EXTRAS: list[Callable[[], dict[str, Any]]] = []
+
+# The same for inputs that only the platform's objects read (their keys start with "_", so the fleet pass's
+# memo key leaves them out): fleetops' capacity rules list every tenant's ClusterQueue, i.e. read every quota
+# of the fleet (40,000 rows at 10,000 tenants), which one tenant's reconcile must not pay for.
+PLATFORM_CONTEXT_EXTRAS: list[Callable[[], dict[str, Any]]] = []
+
+# Marks a context built `tenants_only` (copied into the per-cluster contexts derived from it).
+_TENANTS_ONLY = "_tenants_only"
+
+
+def with_platform_inputs(ctx: RenderContext) -> RenderContext:
+    """`ctx` with the platform-only inputs loaded (itself if it has them). The derived per-cluster contexts a
+    `tenants_only` context may have cached ("_" keys) are dropped: they would lack those inputs."""
+    if not ctx.extra.get(_TENANTS_ONLY):
+        return ctx
+    from dataclasses import replace
+
+    extra = {k: v for k, v in ctx.extra.items() if not k.startswith("_")}
+    for contribute in PLATFORM_CONTEXT_EXTRAS:
+        extra.update(contribute())
+    return replace(ctx, extra=extra)
 
 
 @dataclass(frozen=True)
@@ -405,6 +433,8 @@ def placed_digest(rendered: list[tuple[Placed, list[Manifest]]]) -> str:
 
 
 def render_platform(ctx: RenderContext) -> list[Manifest]:
+    if ctx.extra.get(_TENANTS_ONLY):  # its platform-only inputs are missing: objects would be pruned
+        raise ValueError("render_platform needs a context with the platform's inputs (with_platform_inputs)")
     manifests: list[Manifest] = []
     for _, section in _PLATFORM_SECTIONS:
         manifests.extend(section(ctx))

@@ -577,10 +577,27 @@ class GitOpsBackend:
         desired files (`token`), `git status` (one for every check of this instance, while HEAD and
         main stay) lists nothing in it -- no hand edit, addition, deletion or uncommitted write -- and
         the drift record is the one those files make. A broken main is never "in sync"."""
-        own = Owner.parse(owner)
         fingerprint = self._fingerprint()  # once: HEAD/main must not move between the checks below
         head_ok, dirty = self._repo_view(fingerprint)
-        if not head_ok or self._dirty(own, dirty):
+        return head_ok and self._owner_in_sync(Owner.parse(owner), token, fingerprint, dirty)
+
+    def tokens_in_sync(self, checks: Sequence[tuple[str, tuple[str, bytes]]]) -> list[bool]:
+        """`token_in_sync` of many (owner, token) pairs, for the fleet's no-op pass: HEAD/main's fingerprint is
+        taken once before and once after (not twice per owner: 4 `stat`s each), and if it moved meanwhile
+        every pair is asked again on its own, against the new state."""
+        fingerprint = self._fingerprint()
+        head_ok, dirty = self._repo_view(fingerprint)
+        if not head_ok:
+            return [False] * len(checks)
+        answers = [self._owner_in_sync(Owner.parse(owner), token, fingerprint, dirty) for owner, token in checks]
+        if self._fingerprint() != fingerprint:
+            return [self.token_in_sync(owner, token) for owner, token in checks]
+        return answers
+
+    def _owner_in_sync(self, own: Owner, token: tuple[str, bytes], fingerprint: tuple[object, ...],
+                       dirty: frozenset[str]) -> bool:
+        """`token_in_sync` for one owner, given the fingerprint and the `git status` taken with it."""
+        if self._dirty(own, dirty):
             return False
         tree, record = token
         if (self._head_tree(own, fingerprint) or "") != tree:
@@ -610,6 +627,13 @@ class GitOpsBackend:
                 body = "\n".join(f"{p.owner}: {p.summary()}" for p in changed)
                 revision = self._commit(changed, f"{self._subject(message, changed)}\n\n{body}")
             return {str(p.owner): p.result(revision if p.changed else None) for p in plans}
+
+    def has_committed(self, owners: Sequence[str]) -> bool:
+        """Read-only: does HEAD hold a folder for each of these owners? One `cat-file --batch-check`."""
+        paths = [Owner.parse(owner).path for owner in owners]
+        if not paths or self._fingerprint()[0] is None:
+            return False
+        return all(tree is not None for tree in self._trees_at("HEAD", paths).values())
 
     def owned(self, owner: str) -> list[str]:
         own = Owner.parse(owner)

@@ -206,12 +206,17 @@ class Git:
         # forever (HEAD and the work tree agree, so no apply would touch them): `reindex_interrupted`.
         reindex = self.git_dir() / "gpufleet" / f"reindex-{os.getpid()}"
         reindex.write_bytes(paths)
-        self._run_bytes(["fast-import", "--quiet", "--done", f"--export-marks={marks}"], stream)
+        # The index learns the committed paths (stat data included: `status` stays cheap) while fast-import
+        # builds the commit: both only read the files already written, so they run at the same time, and
+        # `update-index` reading the whole index (tens of ms at 10,000 tenants) no longer adds to the latency.
+        indexer = self._start(["update-index", "--add", "--remove", "-z", "--stdin"], reindex)
+        try:
+            self._run_bytes(["fast-import", "--quiet", "--done", f"--export-marks={marks}"], stream)
+        finally:
+            self._finish(indexer, "update-index")
         exported = dict(line.split(" ", 1) for line in marks.read_text().splitlines())  # ":1 <commit>"
         head = exported[":1"].strip()
         marks.unlink(missing_ok=True)
-        # The index learns the committed paths (stat data included: `status` stays cheap).
-        self._run_bytes(["update-index", "--add", "--remove", "-z", "--stdin"], paths)
         reindex.unlink(missing_ok=True)
         self._repack_if_needed()
         return head
@@ -253,6 +258,30 @@ class Git:
             stream.append(f"reset {stage}\nfrom {'0' * 40}\n\n".encode())
         stream.append(b"done\n")
         return b"".join(stream)
+
+    def _start(self, args: list[str], stdin: Path) -> subprocess.Popen[bytes]:
+        """Start git with `stdin` (a file) as its input, not waiting for it (`_finish` does)."""
+        try:
+            with open(stdin, "rb") as handle:
+                return subprocess.Popen(["git", "-C", str(self.path), *args], stdin=handle,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=self.env)
+        except FileNotFoundError as exc:
+            raise PermanentError("git is not installed on this machine") from exc
+
+    @staticmethod
+    def _finish(proc: subprocess.Popen[bytes], name: str) -> None:
+        """Wait for a git started by `_start`; its failure raised as `_run_bytes` raises one."""
+        try:
+            _, err = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired as exc:
+            proc.kill()
+            proc.communicate()
+            raise TransientError(f"git {name} timed out", delay=10) from exc
+        if proc.returncode != 0:
+            message = err.decode(errors="replace").strip()
+            if "index.lock" in message:
+                raise TransientError(f"git {name}: repository busy: {message}", delay=2)
+            raise PermanentError(f"git {name} failed: {message}")
 
     def reindex_interrupted(self) -> None:
         """Re-index the paths of a `commit_files` that died between its commit and its `update-index`."""

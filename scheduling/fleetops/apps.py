@@ -12,5 +12,6 @@ class FleetOpsConfig(AppConfig):
         from . import render  # noqa: F401  (registers the capacity-rules platform section)
         from .service import render_inputs
 
-        if render_inputs not in tenant_render.CONTEXT_EXTRAS:
-            tenant_render.CONTEXT_EXTRAS.append(render_inputs)
+        # Only the platform's capacity rules read it (every tenant's ClusterQueue): not loaded per tenant.
+        if render_inputs not in tenant_render.PLATFORM_CONTEXT_EXTRAS:
+            tenant_render.PLATFORM_CONTEXT_EXTRAS.append(render_inputs)

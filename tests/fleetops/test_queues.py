@@ -96,3 +96,32 @@ def test_signals_evaluated_in_victoriametrics(catalog, metrics) -> None:  # type
     per_queue = queues.wait_by_queue(MetricsClient(metrics.url), NOW)
     assert per_queue["tenant-bravo"]["p90_wait_seconds"] <= 40
     assert per_queue["tenant-acme"]["pending_workloads"] == 3
+
+
+def test_one_tenants_reconcile_does_not_read_the_fleets_queue_list(catalog, settings, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The rules list every tenant's ClusterQueue (every quota of the fleet): only the platform's render reads
+    them, so a single tenant's reconcile must not load them -- but the platform, rendered from such a tenant's
+    context (an approve reconciles the platform first), must still get exactly the full rules."""
+    from tenants import reconcile
+    from tenants.models import Tenant
+    from tenants.render import RenderContext, render_platform, with_platform_inputs
+    from tests.support.services import need_binary
+
+    need_reference()
+    need_binary("git")
+    settings.GPUFLEET_BACKEND = "gitops"
+    settings.GPUFLEET_GITOPS_REPO = str(tmp_path / "gitops")
+    full = render_platform(RenderContext.from_settings())
+    assert any(m["kind"] == "PrometheusRule" for m in full)
+    tenants_only = RenderContext.from_settings(tenants_only=True)
+    with pytest.raises(ValueError):
+        render_platform(tenants_only)  # never a platform without its rules (they would be pruned)
+    assert render_platform(with_platform_inputs(tenants_only)) == full
+
+    loads: list[int] = []
+    original = service.flavor_queues
+    monkeypatch.setattr(service, "flavor_queues", lambda: loads.append(1) or original())
+    outcome = reconcile.reconcile_tenant(Tenant.objects.get(slug="acme").pk)
+    assert outcome.phase == "ready" and loads == []
+    reconcile.reconcile_platform()
+    assert loads == [1]

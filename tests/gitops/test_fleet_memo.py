@@ -111,3 +111,53 @@ def test_token_matches_only_the_committed_state(warm, gitops_repo: Path) -> None
     assert owner in owners
     assert sum(backend.token_in_sync(owner, token) for owner in owners) == 1
     assert backend.token_in_sync(owners[0], ("0" * 40, b"")) is False
+
+
+def test_tokens_in_sync_in_bulk_answers_as_one_by_one(warm, gitops_repo: Path, monkeypatch) -> None:
+    backend = GitOpsBackend(gitops_repo)
+    tokens = {owner: token for known in fleet._KNOWN.values() for owner, token in known.token}
+    owners = sorted(tokens)
+    checks = [(owner, tokens[owner]) for owner in owners] + [(owners[0], tokens[owners[1]])]  # a wrong pair
+    assert backend.tokens_in_sync(checks) == [True, True, False]
+    # A hand edit in one folder: the bulk check sees it like the single one.
+    folder = gitops_repo / "clusters/default/tenants" / owners[1].rsplit(":", 1)[1]
+    target = sorted(folder.glob("resourcequota*.yaml"))[0]
+    target.write_text(target.read_text() + "# edited\n")
+    fresh = GitOpsBackend(gitops_repo)
+    assert fresh.tokens_in_sync(checks) == [fresh.token_in_sync(o, t) for o, t in checks] == [True, False, False]
+    # HEAD moving during the bulk check: every pair is asked again against the new state.
+    target.write_text(target.read_text().replace("# edited\n", ""))
+    moved = GitOpsBackend(gitops_repo)
+    owner_in_sync = GitOpsBackend._owner_in_sync
+    calls: list[str] = []
+
+    def commit_meanwhile(self, own, token, fingerprint, dirty):  # type: ignore[no-untyped-def]
+        if not calls:
+            (gitops_repo / "NOTES.md").write_text("operator notes\n")
+            git(gitops_repo, "add", "NOTES.md")
+            git(gitops_repo, "commit", "-qm", "notes")
+        calls.append(own.path)
+        return owner_in_sync(self, own, token, fingerprint, dirty)
+
+    monkeypatch.setattr(GitOpsBackend, "_owner_in_sync", commit_meanwhile)
+    assert moved.tokens_in_sync(checks) == [True, True, False]
+    assert len(calls) == 2 * len(checks)  # the bulk answers, then each pair again
+
+
+def test_the_cycle_collector_is_paused_only_while_the_fleet_is_checked(warm, monkeypatch) -> None:
+    import gc
+
+    seen: list[bool] = []
+    in_sync = fleet._in_sync
+    monkeypatch.setattr(fleet, "_in_sync", lambda *args: seen.append(gc.isenabled()) or in_sync(*args))
+    assert gc.isenabled()
+    reconcile_all()
+    assert seen == [False] and gc.isenabled()
+
+    def fails(*args):  # type: ignore[no-untyped-def]
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(fleet, "_in_sync", fails)
+    with pytest.raises(RuntimeError):
+        fleet.reconcile_fleet()
+    assert gc.isenabled()  # re-enabled whatever happened

@@ -117,3 +117,12 @@ def test_long_values_fold_like_libyaml(words: list[str], sep: str, depth: int) -
         assert out is not None, "plain long values are folded here, not declined"
     if out is not None:
         assert out == _pyyaml(data)
+
+
+def test_a_capacity_rule_sized_expression_folds_like_libyaml() -> None:
+    # The capacity rules list every tenant's ClusterQueue: 100,000s of characters with few spaces.
+    queues = "|".join(f"tenant-team-{i:05d}" for i in range(5000))
+    expr = f'sum by (flavor) (kueue_pending_workloads{{cluster_queue=~"{queues}"}}) > 0 and on () vector(1) == 1'
+    data = {"spec": {"groups": [{"rules": [{"expr": expr, "for": "30m"}, {"expr": f"x {queues} y  z {queues}"}]}]}}
+    out = yaml_emit.emit(data, manifests._Dumper)
+    assert out is not None and out == _pyyaml(data)

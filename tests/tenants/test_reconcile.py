@@ -53,3 +53,29 @@ def test_approve_reconcile_ready_then_noop_then_update_then_delete(gitops_repo: 
     assert tenant.phase == Phase.DELETED
     assert tenant_files(gitops_repo, "acme") == []
     assert commits(gitops_repo) == first + 2
+
+
+def test_an_approve_applies_the_platform_only_where_it_is_missing(gitops_repo: Path, monkeypatch) -> None:
+    platforms: list[int] = []
+    original = reconcile.reconcile_platform
+    monkeypatch.setattr(reconcile, "reconcile_platform", lambda *a, **k: platforms.append(1) or original(*a, **k))
+    first = factories.tenant("first", "standard")
+    actions.approve(first)
+    reconcile.reconcile_tenant(first.pk)
+    assert platforms == [1]  # an empty repository: the first tenant brings the platform's objects
+    assert any((gitops_repo / "clusters/default/platform").iterdir())
+
+    second = factories.tenant("second", "standard")
+    actions.approve(second)
+    reconcile.reconcile_tenant(second.pk)
+    assert platforms == [1]  # committed already: not rendered (every tenant's queue) for each approve
+    assert Tenant.objects.get(pk=second.pk).phase == Phase.READY
+
+    # The platform's folder gone from HEAD (removed by hand and committed): the next approve brings it back.
+    subprocess.run(["git", "-C", str(gitops_repo), "rm", "-rq", "clusters/default/platform"], check=True)
+    subprocess.run(["git", "-C", str(gitops_repo), "commit", "-qm", "remove the platform"], check=True)
+    third = factories.tenant("third", "standard")
+    actions.approve(third)
+    reconcile.reconcile_tenant(third.pk)
+    assert platforms == [1, 1]
+    assert any((gitops_repo / "clusters/default/platform").iterdir())
