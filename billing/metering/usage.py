@@ -31,6 +31,8 @@ usage_metric="DCGM_FI_DEV_FB_USED", chunk_hours=24, dialect="metricsql") -> list
   The client's `infra.errors.TransientError` / `PermanentError` pass through unchanged (retry or report).
 * `chunk_hours`: hours per range query (default 24, shortened to at most 50,000 slots per query); the
   numbers do not depend on it.
+* `hourly_chunk_hours`: hours per range query of the hourly method's DCGM side (default: `chunk_hours`,
+  shortened the same way); longer chunks cost VictoriaMetrics less per day. The numbers do not depend on it.
 * `clusters` (several host clusters): the `ClusterSource`s this metrics source serves. None: no cluster
   dimension (`UsageSample.cluster` is ""). One without a label: every series of the source is that
   cluster's. Otherwise every cluster needs a distinct value of the `cluster_label` label (default
@@ -54,7 +56,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import NamedTuple, Protocol
 
-from billing.metering.promql import DIALECTS, HOURLY_FLAG, SHARE_RULES, Queries, QuerySettings
+from billing.metering.promql import DIALECTS, HOURLY_FLAG, OLD_NAMES_MARKER, SHARE_RULES, Queries, QuerySettings
 
 WHOLE, MIG, HAMI = "whole", "mig", "hami"
 DEFAULT_USAGE_METRIC = "DCGM_FI_DEV_FB_USED"
@@ -128,6 +130,9 @@ class Report:
     samples: list[UsageSample]
     unmatched: list[Unmatched] = field(default_factory=list)
     queries: int = 0
+    # of them, DCGM queries of the per-slot method (all of DCGM's with method="per-slot"; with the hourly
+    # method only the HAMi-managed GPUs and the series-hours the rollups leave undecided)
+    dcgm_per_slot_queries: int = 0
 
 
 def settles_at(end: datetime, *, scrape_interval: int = DEFAULT_SCRAPE_INTERVAL,
@@ -238,31 +243,37 @@ REMAINDER_BATCH = 200
 
 
 def _hourly_dcgm(client: RangeQuerier, queries: Queries, first_end: datetime, last_end: datetime,
-                 add) -> int:  # type: ignore[no-untyped-def]
-    """The DCGM side of one chunk by the hourly method (`Queries.dcgm_hourly_encoded`); returns the
-    number of queries run. The series are partitioned, so every series-hour is counted exactly once:
+                 add) -> tuple[int, int]:  # type: ignore[no-untyped-def]
+    """The DCGM side of one chunk by the hourly method; returns the number of queries run and how many
+    of them were per-slot ones. The series are partitioned, so every series-hour is counted exactly once:
 
-    1. GPUs HAMi manages near the chunk (one cheap query) are left to the per-slot query, restricted to
-       their UUIDs (the HAMi exclusion is per slot);
-    2. everything else: the hourly rollups, one query, summed per group; a group-hour whose sum carries
-       the undecided flag is measured again per identity (restricted to those namespaces and hours):
-       decided identities count as they are, undecided ones go to the per-slot query restricted to
-       their pods and UUIDs (every replica and label scheme of an identity shares them), and only those
-       (identity, hour) pairs are taken from its answer."""
+    1. GPUs HAMi manages near the chunk (one cheap query, which also says whether any series with the
+       old label names is there) are left to the per-slot query, restricted to their UUIDs (the HAMi
+       exclusion is per slot);
+    2. everything else: the group totals (`Queries.dcgm_group_hourly`, one query), decided where every
+       identity is one steady series; a group-hour whose sum carries the undecided flag is measured again
+       per identity by the replica-aware rollups (`dcgm_hourly_encoded`, restricted to those namespaces
+       and hours): decided identities count as they are, undecided ones go to the per-slot query
+       restricted to their pods and UUIDs (every replica and label scheme of an identity shares them),
+       and only those (identity, hour) pairs are taken from its answer."""
     settings, group = queries.settings, queries.dcgm_group
     hours = int((last_end - first_end) / HOUR) + 1
-    runs = 1
-    managed = sorted({series.labels.get("device_uuid", "") for series in client.range(
-        queries.hami_device_uuids(hours * 3600 // settings.scrape_interval), last_end, last_end, 3600)} - {""})
+    runs, per_slot = 1, 0
+    slots = hours * 3600 // settings.scrape_interval
+    probe = client.range(f"{queries.hami_device_uuids(slots)} or {queries.dcgm_old_names_present(slots)}",
+                         last_end, last_end, 3600)
+    managed = sorted({series.labels.get("device_uuid", "") for series in probe} - {""})
+    settings = replace(settings, old_label_names=any(OLD_NAMES_MARKER in series.labels for series in probe))
     if managed:
         runs += 1
+        per_slot += 1
         for series in client.range(Queries(replace(settings, only_uuids=tuple(managed))).dcgm_hourly_slots(),
                                    first_end, last_end, 3600):
             add(WHOLE, series.labels, series.samples)
     rest = replace(settings, skip_uuids=tuple(managed))
     flagged: set[tuple[tuple[str, ...], Decimal]] = set()
     runs += 1
-    for series in client.range(Queries(rest).dcgm_hourly_encoded(), first_end, last_end, 3600):
+    for series in client.range(Queries(rest).dcgm_group_hourly(), first_end, last_end, 3600):
         decided = []
         for sample in series.samples:
             undecided, held = divmod(int(sample.value), HOURLY_FLAG)
@@ -272,7 +283,7 @@ def _hourly_dcgm(client: RangeQuerier, queries: Queries, first_end: datetime, la
                 decided.append(_Point(sample.timestamp, Decimal(held)))
         add(WHOLE, series.labels, decided)
     if not flagged:
-        return runs
+        return runs, per_slot
     # Per identity, for the flagged group-hours only.
     stamps = sorted({stamp for _, stamp in flagged})
     lower, upper = (datetime.fromtimestamp(int(stamps[i]), tz=UTC) for i in (0, -1))
@@ -302,11 +313,12 @@ def _hourly_dcgm(client: RangeQuerier, queries: Queries, first_end: datetime, la
                                      only_uuids=tuple({key[uuid] for key in batch})))
         lower, upper = (datetime.fromtimestamp(int(stamps[i]), tz=UTC) for i in (0, -1))
         runs += 1
+        per_slot += 1
         for series in client.range(restricted.dcgm_identity_hourly_slots(), lower, upper, 3600):
             wanted = undecided_pairs.get(tuple(series.labels.get(name, "") for name in identity))
             if wanted:
                 add(WHOLE, series.labels, [sample for sample in series.samples if sample.timestamp in wanted])
-    return runs
+    return runs, per_slot
 
 
 def measure_report(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: datetime, end: datetime, *,
@@ -314,7 +326,8 @@ def measure_report(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: d
                    max_gap_scrapes: int = DEFAULT_MAX_GAP_SCRAPES, share_rule: str = "max",
                    usage_metric: str = DEFAULT_USAGE_METRIC, chunk_hours: int = 24,
                    dialect: str = "metricsql", clusters: Sequence[ClusterSource] = (),
-                   cluster_label: str = DEFAULT_CLUSTER_LABEL, method: str = HOURLY) -> Report:
+                   cluster_label: str = DEFAULT_CLUSTER_LABEL, method: str = HOURLY,
+                   hourly_chunk_hours: int | None = None) -> Report:
     _check_window(start, end)
     if method not in METHODS:
         raise MeteringInputError("method", f"must be one of {', '.join(METHODS)}")
@@ -323,6 +336,8 @@ def measure_report(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: d
     only = clusters[0].name if clusters and not label_name else ""
     if chunk_hours < 1:
         raise MeteringInputError("chunk_hours", "must be at least 1")
+    if hourly_chunk_hours is not None and hourly_chunk_hours < 1:
+        raise MeteringInputError("hourly_chunk_hours", "must be at least 1")
     if share_rule not in SHARE_RULES:
         raise MeteringInputError("share_rule", f"must be one of {', '.join(SHARE_RULES)}")
     if dialect not in DIALECTS:
@@ -334,11 +349,16 @@ def measure_report(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: d
         raise MeteringInputError("settings", str(exc)) from exc
     index = FlavorIndex(flavors)
     s = Decimal(scrape_interval)
-    chunk_hours = max(1, min(chunk_hours, SUBQUERY_POINT_BUDGET * scrape_interval // 3600))
+    budget = SUBQUERY_POINT_BUDGET * scrape_interval // 3600
+    # The hourly method's chunk may be longer than the per-slot one: its rollups are evaluated once an
+    # hour, and VictoriaMetrics reads each stored block of a series once per query, so several days per
+    # query cost less per day; its per-slot remainder stays within the same point budget.
+    hourly_chunk_hours = max(1, min(hourly_chunk_hours or chunk_hours, budget))
+    chunk_hours = max(1, min(chunk_hours, budget))
 
     totals: dict[tuple[datetime, str, str, str], list[Decimal]] = defaultdict(lambda: [Decimal(0), Decimal(0)])
     unmatched: dict[tuple[datetime, str, str, str, str, str], Decimal] = defaultdict(Decimal)
-    count = 0
+    count = per_slot = 0
     hours: dict[Decimal, datetime] = {}
 
     def add(kind: str, labels: dict[str, str], samples: Iterable) -> None:
@@ -372,13 +392,15 @@ def measure_report(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: d
             row[1] += seconds if mode == HAMI else seconds * flavor.weight
 
     hourly = method == HOURLY and queries.hourly_method_applies()
+    # Range queries evaluated at each hour END in (lower, upper]; each point covers the hour before it.
+    if hourly:
+        for lower, upper in _chunks(start, end, hourly_chunk_hours):
+            runs, slotted = _hourly_dcgm(client, queries, lower + HOUR, upper, add)
+            count, per_slot = count + runs, per_slot + slotted
     for lower, upper in _chunks(start, end, chunk_hours):
-        # Range query evaluated at each hour END in (lower, upper]; each point covers the hour before it.
         first_end, last_end = lower + HOUR, upper
-        if hourly:
-            count += _hourly_dcgm(client, queries, first_end, last_end, add)
-        else:
-            count += 1
+        if not hourly:
+            count, per_slot = count + 1, per_slot + 1
             for series in client.range(queries.dcgm_hourly_slots(), first_end, last_end, 3600):
                 add(WHOLE, series.labels, series.samples)
         count += 1
@@ -391,7 +413,7 @@ def measure_report(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: d
         if unit != 0
     ]
     missing = sorted(Unmatched(*key[:5], value, key[5]) for key, value in unmatched.items())
-    return Report(samples=samples, unmatched=missing, queries=count)
+    return Report(samples=samples, unmatched=missing, queries=count, dcgm_per_slot_queries=per_slot)
 
 
 def measure(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: datetime, end: datetime, *,
