@@ -29,6 +29,7 @@ HOUR = timedelta(hours=1)
 # leave ten tasks a month to overlap with storing.
 TASK = timedelta(days=3)
 TASK_HOURS = int(TASK / HOUR)
+DAY = timedelta(days=1)
 PER_SLOT_CHUNK_HOURS = 24
 
 
@@ -118,9 +119,11 @@ def collect(start: datetime, end: datetime, client: metering.RangeQuerier | None
 
 
 def _spans(start: datetime, end: datetime) -> Iterator[tuple[datetime, datetime]]:
-    cursor = start
+    """`TASK`s, but the last `TASK` of the window a day at a time: rows are stored while later spans are
+    measured, so what is left to store after the TSDB's last answer is one day's, not three days'."""
+    cursor, tail = start, end - TASK
     while cursor < end:
-        upper = min(cursor + TASK, end)
+        upper = min(cursor + (TASK if cursor + TASK <= tail else DAY), end)
         yield cursor, upper
         cursor = upper
 
