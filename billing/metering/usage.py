@@ -420,9 +420,11 @@ def measure(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: datetime
             scrape_interval: int = DEFAULT_SCRAPE_INTERVAL, max_gap_scrapes: int = DEFAULT_MAX_GAP_SCRAPES,
             share_rule: str = "max", usage_metric: str = DEFAULT_USAGE_METRIC,
             chunk_hours: int = 24, dialect: str = "metricsql", clusters: Sequence[ClusterSource] = (),
-            cluster_label: str = DEFAULT_CLUSTER_LABEL, method: str = HOURLY) -> list[UsageSample]:
+            cluster_label: str = DEFAULT_CLUSTER_LABEL, method: str = HOURLY,
+            hourly_chunk_hours: int | None = None) -> list[UsageSample]:
     """Usage per (tenant, flavor, hour[, cluster]) in [start, end); the contract is in the module docstring."""
     return measure_report(client, flavors, start, end, scrape_interval=scrape_interval,
                           max_gap_scrapes=max_gap_scrapes, share_rule=share_rule,
                           usage_metric=usage_metric, chunk_hours=chunk_hours, dialect=dialect,
-                          clusters=clusters, cluster_label=cluster_label, method=method).samples
+                          clusters=clusters, cluster_label=cluster_label, method=method,
+                          hourly_chunk_hours=hourly_chunk_hours).samples
