@@ -540,6 +540,8 @@ def _draft_one(tenant: Tenant, batch: _Batch, opencost: OpenCostFigures | None) 
     replaced = batch.voided.get(tenant.pk) if live is None else None
     if not draft.lines and live is None and replaced is None:
         return None
+    if live is not None:
+        live.tenant = tenant  # the row locked above (same pk): the snapshots need not fetch it again
     invoice = live or Invoice(tenant=tenant, period=batch.period, currency=batch.currency, replaces=replaced)
     before = _snapshot(invoice) if live is not None else None
     invoice.subtotal = draft.subtotal
