@@ -54,6 +54,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from sys import intern
 from typing import NamedTuple, Protocol
 
 from billing.metering.promql import DIALECTS, HOURLY_FLAG, OLD_NAMES_MARKER, SHARE_RULES, Queries, QuerySettings
@@ -233,9 +234,28 @@ def _hour_start(timestamp: Decimal) -> datetime:
     return datetime.fromtimestamp(int(timestamp), tz=UTC) - HOUR
 
 
-class _Point(NamedTuple):  # an answer sample (timestamp, value), as the client's samples are
-    timestamp: Decimal
-    value: Decimal
+def _weight_ratio(weight: Decimal) -> tuple[int, int]:
+    """(numerator, denominator) of a flavor weight, exactly: weight = numerator / denominator, the
+    denominator a power of ten (a Decimal's exponent), so milliseconds x weight stay integers."""
+    exponent = weight.as_tuple().exponent
+    assert isinstance(exponent, int)  # FlavorIndex admits only finite positive weights
+    if exponent >= 0:
+        return int(weight), 1
+    return int(weight.scaleb(-exponent)), 10 ** -exponent
+
+
+def _round_half_even(numerator: int, denominator: int) -> int:
+    """numerator / denominator rounded to an integer, ties to even (Decimal.quantize's default rounding)."""
+    quotient, remainder = divmod(numerator, denominator)
+    twice = 2 * remainder
+    if twice > denominator or (twice == denominator and quotient & 1):
+        quotient += 1
+    return quotient
+
+
+def _seconds(milliseconds: int) -> Decimal:
+    """Integer milliseconds as the Decimal seconds the contract promises (exponent -3, e.g. 3600.000)."""
+    return Decimal(milliseconds).scaleb(-3)
 
 
 # Identities per per-slot query of the hourly method's remainder (keeps the label regexes short).
@@ -280,7 +300,7 @@ def _hourly_dcgm(client: RangeQuerier, queries: Queries, first_end: datetime, la
             if undecided:
                 flagged.add((tuple(series.labels.get(name, "") for name in group), sample.timestamp))
             else:
-                decided.append(_Point(sample.timestamp, Decimal(held)))
+                decided.append((sample.timestamp, held))
         add(WHOLE, series.labels, decided)
     if not flagged:
         return runs, per_slot
@@ -302,7 +322,7 @@ def _hourly_dcgm(client: RangeQuerier, queries: Queries, first_end: datetime, la
             if undecided:
                 undecided_pairs[tuple(series.labels.get(name, "") for name in identity)].add(sample.timestamp)
             else:
-                decided.append(_Point(sample.timestamp, Decimal(held)))
+                decided.append((sample.timestamp, held))
         add(WHOLE, series.labels, decided)
     keys = sorted(undecided_pairs)
     pod, uuid = identity.index("pod"), identity.index("UUID")
@@ -356,16 +376,26 @@ def measure_report(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: d
     hourly_chunk_hours = max(1, min(hourly_chunk_hours or chunk_hours, budget))
     chunk_hours = max(1, min(chunk_hours, budget))
 
-    totals: dict[tuple[datetime, str, str, str], list[Decimal]] = defaultdict(lambda: [Decimal(0), Decimal(0)])
-    unmatched: dict[tuple[datetime, str, str, str, str, str], Decimal] = defaultdict(Decimal)
+    # Exact integers until the samples are built: unit milliseconds, and milliseconds x the weight's
+    # numerator (the weight's denominator is a power of ten, applied once per row when rounding), so a
+    # month's ~10^6 answer points cost an int multiply-add each instead of Decimal arithmetic.
+    # [unit ms, Σ ms x weight numerator] per (hour, tenant, flavor, cluster)
+    totals: dict[tuple[datetime, str, str, str], list[int]] = {}
+    unmatched: dict[tuple[datetime, str, str, str, str, str], int] = defaultdict(int)
     count = per_slot = 0
     hours: dict[Decimal, datetime] = {}
+    slot_ms = scrape_interval * 1000
+    # HAMi: the measured share is the GPU fraction (weight not applied), i.e. a ratio of 1.
+    ratios = {flavor.name: (1, 1) if flavor.mode == HAMI else _weight_ratio(flavor.weight)
+              for flavor in index.by_key.values()}
 
-    def add(kind: str, labels: dict[str, str], samples: Iterable) -> None:
-        """Add one answer series (held slots, or Σ share x slots, per hour end) to the totals."""
+    def add(kind: str, labels: dict[str, str], samples: Iterable[tuple[Decimal, Decimal | int]]) -> None:
+        """Add one answer series (held slots, or Σ share x slots, per hour end) to the totals. Values are
+        the client's Decimals or, from the hourly method's decoding, exact ints (held slots)."""
         tenant = _tenant(labels.get("namespace", ""), TENANT_PREFIX)
         if tenant is None:
             return
+        tenant = intern(tenant)  # one object per tenant: the sort below compares equal ones by identity
         cluster = by_label.get(labels.get(label_name, "")) if label_name else only
         if cluster is None:  # the selector admits only the clusters asked for
             return
@@ -377,19 +407,32 @@ def measure_report(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: d
             model, profile = labels.get("device_type", ""), ""
             flavor = index.hami(model)
             mode = HAMI
-        for sample in samples:
-            hour = hours.get(sample.timestamp)
+        numerator = ratios[flavor.name][0] if flavor is not None else 0
+        for stamp, value in samples:
+            hour = hours.get(stamp)
             if hour is None:  # a few dozen distinct hour ends per query
-                hour = hours[sample.timestamp] = _hour_start(sample.timestamp)
-            if not (start <= hour < end) or not sample.value.is_finite() or sample.value == 0:
+                hour = hours[stamp] = _hour_start(stamp)
+            if not (start <= hour < end):
                 continue
-            seconds = (sample.value * s).quantize(SECONDS_QUANTUM)
+            if value.__class__ is int:
+                if value == 0:
+                    continue
+                milliseconds = value * slot_ms
+            else:
+                if not value.is_finite() or value == 0:  # type: ignore[union-attr]
+                    continue
+                # a share x slots: seconds quantized to 0.001 as before, then exactly in ms
+                milliseconds = int((value * s).quantize(SECONDS_QUANTUM).scaleb(3))
             if flavor is None:
-                unmatched[(hour, tenant, mode, model, profile, cluster)] += seconds
+                unmatched[(hour, tenant, mode, model, profile, cluster)] += milliseconds
                 continue
-            row = totals[(hour, tenant, flavor.name, cluster)]
-            row[0] += seconds
-            row[1] += seconds if mode == HAMI else seconds * flavor.weight
+            key = (hour, tenant, flavor.name, cluster)
+            row = totals.get(key)
+            if row is None:
+                totals[key] = [milliseconds, milliseconds * numerator]
+            else:
+                row[0] += milliseconds
+                row[1] += milliseconds * numerator
 
     hourly = method == HOURLY and queries.hourly_method_applies()
     # Range queries evaluated at each hour END in (lower, upper]; each point covers the hour before it.
@@ -407,12 +450,26 @@ def measure_report(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: d
         for series in client.range(queries.hami_hourly_share_slots(), first_end, last_end, 3600):
             add(HAMI, series.labels, series.samples)
     # Sorted on the plain key tuples (C comparisons), so in (hour_start, tenant_slug, flavor, cluster) order.
-    samples = [
-        UsageSample(hour, tenant, name, unit.quantize(SECONDS_QUANTUM), gpu_eq.quantize(SECONDS_QUANTUM), cluster)
-        for (hour, tenant, name, cluster), (unit, gpu_eq) in sorted(totals.items())
-        if unit != 0
-    ]
-    missing = sorted(Unmatched(*key[:5], value, key[5]) for key, value in unmatched.items())
+    # gpu-equivalent ms = Σ ms x numerator / denominator, rounded half-even once per row: what quantizing
+    # the exact Decimal sum of seconds x weight to 0.001 gave.
+    # A month is ~3 x 10^5 samples but only a few thousand distinct values (held slots x the scrape
+    # interval), and Decimals are immutable: one Decimal per distinct value is shared. `tuple.__new__`
+    # is what a NamedTuple's generated __new__ calls, without its Python frame per sample.
+    as_seconds: dict[int, Decimal] = {}
+    # per flavor: Σ ms x numerator -> gpu-equivalent seconds, rounded once per distinct sum
+    weighted_seconds: dict[str, dict[int, Decimal]] = {name: {} for name in ratios}
+    make = tuple.__new__
+    samples: list[UsageSample] = []
+    for (hour, tenant, name, cluster), (unit, weighted) in sorted(totals.items()):
+        if unit == 0:
+            continue
+        known = weighted_seconds[name]
+        gpu = known.get(weighted)
+        if gpu is None:
+            gpu = known[weighted] = _seconds(_round_half_even(weighted, ratios[name][1]))
+        samples.append(make(UsageSample, (
+            hour, tenant, name, as_seconds.get(unit) or as_seconds.setdefault(unit, _seconds(unit)), gpu, cluster)))
+    missing = sorted(Unmatched(*key[:5], _seconds(value), key[5]) for key, value in unmatched.items())
     return Report(samples=samples, unmatched=missing, queries=count, dcgm_per_slot_queries=per_slot)
 
 
