@@ -196,10 +196,11 @@ def _lock_owners(rows: Iterable[tuple[int, int, int, datetime]], owners: _Owners
     referenced row vanished since `_Owners.load` (the usage table has no per-row FK triggers)."""
     if connection.vendor != "postgresql":
         return  # SQLite (demo, CLI default) serialises writers: nothing can vanish meanwhile
-    keys = list(rows)
-    # zip(*keys) splits a month's ~3 x 10^5 (tenant, flavor, cluster, hour) keys into columns in C
-    tenants, flavors, clusters, _ = zip(*keys, strict=True) if keys else ((), (), (), ())
-    wanted: dict[Any, set[int]] = {Tenant: set(tenants), Flavor: set(flavors), Cluster: set(clusters)}
+    wanted: dict[Any, set[int]] = {Tenant: set(), Flavor: set(), Cluster: set()}
+    for t, f, c, _ in rows:
+        wanted[Tenant].add(t)
+        wanted[Flavor].add(f)
+        wanted[Cluster].add(c)
     with connection.cursor() as cursor:
         for model, ids in wanted.items():
             ids -= owners.locked.setdefault(model, set())
