@@ -22,7 +22,15 @@ from .metering import usage as metering
 from .models import UsageCollection
 
 HOUR = timedelta(hours=1)
+# One measurement task spans this much: its DCGM side is one range query (the hourly method; per query,
+# VictoriaMetrics reads every stored block the window touches once, and a block of a 30 s series holds
+# up to ~68 h, so a three-day query costs less per day than three one-day ones), its HAMi side one
+# per-slot query per day (per-slot subqueries cost more per day over longer windows). Three days still
+# leave ten tasks a month to overlap with storing.
+TASK = timedelta(days=3)
+TASK_HOURS = int(TASK / HOUR)
 DAY = timedelta(days=1)
+PER_SLOT_CHUNK_HOURS = 24
 
 
 def flavor_specs() -> list[metering.FlavorSpec]:
@@ -63,8 +71,8 @@ def collect(start: datetime, end: datetime, client: metering.RangeQuerier | None
     """Measure [start, end) on every cluster and replace the stored usage of that window.
 
     `client` queries the platform's shared metrics source, `clients` (by URL) the clusters with a
-    source of their own (default: a MetricsClient per URL). The window is measured a day and a source
-    at a time, up to GPUFLEET_METERING_CONCURRENCY queries in flight, while the main thread writes the
+    source of their own (default: a MetricsClient per URL). The window is measured three days (`TASK`) and a
+    source at a time, up to GPUFLEET_METERING_CONCURRENCY queries in flight, while the main thread writes the
     rows already measured (the TSDB and PostgreSQL work at the same time); the write is still one
     transaction over the whole window (`actions.store_usage_batches`)."""
     specs, opts = flavor_specs(), options()
@@ -74,13 +82,15 @@ def collect(start: datetime, end: datetime, client: metering.RangeQuerier | None
         querier = (clients or {}).get(url) or (client if url == shared and client is not None else None)
         if querier is None:
             querier = MetricsClient(url) if url else metrics_client()
-        tasks += [(querier, clusters, lower, upper) for lower, upper in _days(start, end)]
+        tasks += [(querier, clusters, lower, upper) for lower, upper in _spans(start, end)]
     in_flight = max(1, int(conf.text("GPUFLEET_METERING_CONCURRENCY")))
 
     def measure(querier: metering.RangeQuerier, clusters: list[metering.ClusterSource], lower: datetime,
                 upper: datetime) -> metering.Report:
         return metering.measure_report(querier, specs, lower, upper, clusters=clusters,  # type: ignore[arg-type]
-                                       cluster_label=conf.text("GPUFLEET_METRICS_CLUSTER_LABEL"), **opts)
+                                       cluster_label=conf.text("GPUFLEET_METRICS_CLUSTER_LABEL"),
+                                       chunk_hours=PER_SLOT_CHUNK_HOURS, hourly_chunk_hours=TASK_HOURS,
+                                       **opts)
 
     def batches(pool: ThreadPoolExecutor) -> Iterator[tuple[list[metering.UsageSample], list[str]]]:
         pending: deque[Future[metering.Report]] = deque()
@@ -108,10 +118,12 @@ def collect(start: datetime, end: datetime, client: metering.RangeQuerier | None
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _days(start: datetime, end: datetime) -> Iterator[tuple[datetime, datetime]]:
-    cursor = start
+def _spans(start: datetime, end: datetime) -> Iterator[tuple[datetime, datetime]]:
+    """`TASK`s, but the last `TASK` of the window a day at a time: rows are stored while later spans are
+    measured, so what is left to store after the TSDB's last answer is one day's, not three days'."""
+    cursor, tail = start, end - TASK
     while cursor < end:
-        upper = min(cursor + DAY, end)
+        upper = min(cursor + (TASK if cursor + TASK <= tail else DAY), end)
         yield cursor, upper
         cursor = upper
 

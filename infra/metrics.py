@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
+from functools import partial
 from typing import Any, NamedTuple
 
 import requests
@@ -69,16 +70,42 @@ def _sample(pair: Any) -> Sample:
     return Sample(timestamp=_number(pair[0], "timestamp"), value=_number(pair[1], "value"))
 
 
-def _samples(pairs: Any) -> tuple[Sample, ...]:
+class _Decimals(dict[Any, Decimal]):
+    """One Decimal per distinct key of one answer: an answer's range points share a few dozen int
+    timestamps and, for counts, few value strings, and Decimal(...) per sample cost more than the rest of
+    the parsing. Decimals are immutable, so sharing them changes nothing. Keyed by ints only (timestamps)
+    or strings only (values): 1 and 1.0 would share a key but parse to different Decimals."""
+
+    def __missing__(self, key: int | str) -> Decimal:
+        value = self[key] = Decimal(key)
+        return value
+
+
+# A Sample from a (timestamp, value) tuple: what the NamedTuple's generated __new__ does, in C.
+_new_sample = partial(tuple.__new__, Sample)
+
+
+def _samples(pairs: Any, stamps: _Decimals | None = None, values: _Decimals | None = None) -> tuple[Sample, ...]:
     """All samples of a series. The shape both servers send ([number or string, string] pairs) takes a
-    fast path with the same results; anything else is parsed, and refused, pair by pair by `_sample`."""
-    if isinstance(pairs, list) and all(
-            p.__class__ is list and len(p) == 2 and p[1].__class__ is str and p[0].__class__ in _STAMP_TYPES
-            for p in pairs):
-        try:
-            return tuple([Sample(Decimal(t) if t.__class__ is int else Decimal(str(t)), Decimal(v)) for t, v in pairs])
-        except (InvalidOperation, ValueError):
-            pass
+    fast path with the same results (checked column-wise in C); VictoriaMetrics' int timestamps go through
+    the per-answer caches `stamps` and `values`. Anything else is parsed, and refused, pair by pair by
+    `_sample`."""
+    if isinstance(pairs, list) and not pairs:
+        return ()
+    if isinstance(pairs, list) and set(map(type, pairs)) == {list} and set(map(len, pairs)) == {2}:
+        times, texts = zip(*pairs, strict=True)
+        kinds = set(map(type, times))
+        if set(map(type, texts)) == {str} and kinds.issubset(_STAMP_TYPES):
+            try:
+                if kinds == {int}:
+                    stamps = _Decimals() if stamps is None else stamps
+                    values = _Decimals() if values is None else values
+                    return tuple(map(_new_sample, zip(map(stamps.__getitem__, times),
+                                                      map(values.__getitem__, texts), strict=True)))
+                return tuple([_new_sample((Decimal(t) if t.__class__ is int else Decimal(str(t)), Decimal(v)))
+                              for t, v in pairs])
+            except (InvalidOperation, ValueError):
+                pass
     return tuple(_sample(p) for p in pairs)
 
 
@@ -93,8 +120,9 @@ def parse_result(data: Any) -> list[Series]:
     if kind == "vector":
         return [Series(dict(item.get("metric") or {}), (_sample(item["value"]),)) for item in result or []]
     if kind == "matrix":
+        stamps, values = _Decimals(), _Decimals()  # shared by the answer's series
         return [
-            Series(dict(item.get("metric") or {}), _samples(item.get("values") or []))
+            Series(dict(item.get("metric") or {}), _samples(item.get("values") or [], stamps, values))
             for item in result or []
         ]
     if kind == "scalar":

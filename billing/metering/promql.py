@@ -94,6 +94,10 @@ class QuerySettings:
     only_pods: tuple[str, ...] = ()
     only_uuids: tuple[str, ...] = ()
     skip_uuids: tuple[str, ...] = ()
+    # False when no DCGM series with --use-old-namespace label names has a sample anywhere near the
+    # window (`dcgm_old_names_present`): the old-names branch of every rollup then returns nothing, and
+    # leaving it out saves VictoriaMetrics a series search and an `or` per rollup (~10 % of a query).
+    old_label_names: bool = True
 
     def __post_init__(self) -> None:
         if self.scrape_interval <= 0 or 3600 % self.scrape_interval:
@@ -194,10 +198,7 @@ class Queries:
 
     # -- building blocks ------------------------------------------------------------------------
     def _dcgm_rollup(self, func: str, slots: int, offset_slots: int, agg: str = "max") -> str:
-        window = _window(slots, offset_slots, self.s)
-        new = f"{func}({self.dcgm_new}{window})"
-        old = _old_to_new(f"{func}({self.dcgm_old}{window})")
-        return f"{agg} by ({_by(self.dcgm_identity)}) ({new} or {old})"
+        return f"{agg} by ({_by(self.dcgm_identity)}) ({self._dcgm_raw(func, _window(slots, offset_slots, self.s))})"
 
     def _hami_rollup(self, func: str, slots: int, offset_slots: int, agg: str = "max") -> str:
         return (f"{agg} by ({_by(self.hami_identity)}) "
@@ -278,8 +279,53 @@ class Queries:
     def _dcgm_raw(self, func: str, window: str, args: str = "") -> str:
         """`func` per raw series (every replica on its own), old label names relabelled."""
         new = f"{func}({self.dcgm_new}{window}{args})"
+        if not self.settings.old_label_names:
+            return new
         old = _old_to_new(f"{func}({self.dcgm_old}{window}{args})")
         return f"({new} or {old})"
+
+    def dcgm_group_hourly(self) -> str:
+        """Held slots of the hour ending at t per group, encoded like `dcgm_hourly_encoded` (value = Σ held
+        + HOURLY_FLAG x undecided), but decided only where every identity of the group-hour has ONE raw
+        series in W and that series is steady; anything else (replicas, a long gap) is flagged and measured
+        again by `dcgm_hourly_encoded(aggregate=False)`, which handles replicas.
+
+        Why a second formulation: VictoriaMetrics spends about as much CPU on each binary operation over
+        the raw series (~1,800 a day in the benchmark, each a hash join and a copy) as on each rollup pass
+        over their samples, and the replica logic of `dcgm_hourly_encoded` needs a dozen of both. Here:
+
+        * a = clamp(floor(tfirst / s), T/s - m, T/s), b = clamp(floor(tlast / s), T/s - m - 1, T/s - 1):
+          absolute slot indices clamped to the hour ending at T (clamp takes the per-step scalar bounds,
+          a transform, not a join); only differences matter, b - a + 1 is the raw series' slot span in
+          the hour exactly as `dcgm_hourly_encoded` computes it.
+        * steady (no interval longer than (N + 1)·s between its samples in W) iff duration_over_time(W,
+          |W|) - duration_over_time(W, (N + 1)·s) = 0; otherwise the difference is the sum of the long
+          intervals, more than (N + 1)·s >= 1 s, so clamp_max(round(difference), 1) is 0 or 1.
+        * per group: Σ b + Σ_identities (Σ (F + 1 - a) - F) + F·Σ unsteady = Σ (b - a + 1) + F·(Σ
+          (replicas - 1) + Σ unsteady). With one steady series per identity its b - a + 1 is the
+          identity's held slots (the argument of `dcgm_hourly_encoded` with one replica); the flag part is
+          0 exactly then. Each rollup appears once; all but three binary operations act on group sums.
+          Values are integers below 2^53 (slot indices ~6·10^7), so float64 sums are exact."""
+        s, n, m = self.s, self.n, 3600 // self.s
+        ident, group, flag = _by(self.dcgm_identity), _by(self.dcgm_group), HOURLY_FLAG
+        window = _window(m + 2 * n, -n, s)
+        end = f"(time() / {s})"  # the slot index at the hour's end
+        first = f"clamp(floor({self._dcgm_raw('tfirst_over_time', window)} / {s}), {end} - {m}, {end})"
+        last = f"clamp(floor({self._dcgm_raw('tlast_over_time', window)} / {s}), {end} - {m + 1}, {end} - 1)"
+        # `or vector(0)` on each left side: see `dcgm_hourly_encoded` (stops the label push-down)
+        long_gaps = (f"(({self._dcgm_raw('duration_over_time', window, f', {(m + 2 * n) * s}')} or vector(0))"
+                     f" - {self._dcgm_raw('duration_over_time', window, f', {(n + 1) * s}')})")
+        unsteady = f"sum by ({group}) (clamp_max(round({long_gaps}), 1))"
+        lasts = f"sum by ({group}) ({last})"
+        firsts = f"sum by ({group}) (sum by ({ident}) ({flag + 1} - {first}) - {flag})"
+        return f"(((({lasts} or vector(0)) + {firsts}) or vector(0)) + {flag} * {unsteady})"
+
+    def dcgm_old_names_present(self, slots: int) -> str:
+        """One series (marked `OLD_NAMES_MARKER`) when any DCGM series with the old label names has a
+        sample in the `slots` slots before t or N + 1 slots either side (one point): every DCGM rollup of a
+        chunk, per-slot ones included, looks no further."""
+        window = _window(slots + 2 * self.n + 2, -(self.n + 1), self.s)
+        return f'label_set(count(present_over_time({self.dcgm_old}{window})), "{OLD_NAMES_MARKER}", "1")'
 
     def dcgm_hourly_encoded(self, aggregate: bool = True) -> str:
         """Held slots of the hour ending at t per group (`aggregate`) or per identity, encoded with a flag
@@ -338,3 +384,5 @@ class Queries:
 # Σ held slots of one group-hour stays below this (2^24: 139,810 series at a 30 s scrape), so the sum of
 # `dcgm_hourly_encoded` splits exactly into (held, undecided) in float64 (both parts are integers).
 HOURLY_FLAG = 2**24
+# The label of the one series `dcgm_old_names_present` returns (no DCGM or HAMi series carries it).
+OLD_NAMES_MARKER = "gpufleet_old_label_names"

@@ -31,6 +31,8 @@ usage_metric="DCGM_FI_DEV_FB_USED", chunk_hours=24, dialect="metricsql") -> list
   The client's `infra.errors.TransientError` / `PermanentError` pass through unchanged (retry or report).
 * `chunk_hours`: hours per range query (default 24, shortened to at most 50,000 slots per query); the
   numbers do not depend on it.
+* `hourly_chunk_hours`: hours per range query of the hourly method's DCGM side (default: `chunk_hours`,
+  shortened the same way); longer chunks cost VictoriaMetrics less per day. The numbers do not depend on it.
 * `clusters` (several host clusters): the `ClusterSource`s this metrics source serves. None: no cluster
   dimension (`UsageSample.cluster` is ""). One without a label: every series of the source is that
   cluster's. Otherwise every cluster needs a distinct value of the `cluster_label` label (default
@@ -52,9 +54,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from sys import intern
 from typing import NamedTuple, Protocol
 
-from billing.metering.promql import DIALECTS, HOURLY_FLAG, SHARE_RULES, Queries, QuerySettings
+from billing.metering.promql import DIALECTS, HOURLY_FLAG, OLD_NAMES_MARKER, SHARE_RULES, Queries, QuerySettings
 
 WHOLE, MIG, HAMI = "whole", "mig", "hami"
 DEFAULT_USAGE_METRIC = "DCGM_FI_DEV_FB_USED"
@@ -128,6 +131,9 @@ class Report:
     samples: list[UsageSample]
     unmatched: list[Unmatched] = field(default_factory=list)
     queries: int = 0
+    # of them, DCGM queries of the per-slot method (all of DCGM's with method="per-slot"; with the hourly
+    # method only the HAMi-managed GPUs and the series-hours the rollups leave undecided)
+    dcgm_per_slot_queries: int = 0
 
 
 def settles_at(end: datetime, *, scrape_interval: int = DEFAULT_SCRAPE_INTERVAL,
@@ -228,9 +234,28 @@ def _hour_start(timestamp: Decimal) -> datetime:
     return datetime.fromtimestamp(int(timestamp), tz=UTC) - HOUR
 
 
-class _Point(NamedTuple):  # an answer sample (timestamp, value), as the client's samples are
-    timestamp: Decimal
-    value: Decimal
+def _weight_ratio(weight: Decimal) -> tuple[int, int]:
+    """(numerator, denominator) of a flavor weight, exactly: weight = numerator / denominator, the
+    denominator a power of ten (a Decimal's exponent), so milliseconds x weight stay integers."""
+    exponent = weight.as_tuple().exponent
+    assert isinstance(exponent, int)  # FlavorIndex admits only finite positive weights
+    if exponent >= 0:
+        return int(weight), 1
+    return int(weight.scaleb(-exponent)), 10 ** -exponent
+
+
+def _round_half_even(numerator: int, denominator: int) -> int:
+    """numerator / denominator rounded to an integer, ties to even (Decimal.quantize's default rounding)."""
+    quotient, remainder = divmod(numerator, denominator)
+    twice = 2 * remainder
+    if twice > denominator or (twice == denominator and quotient & 1):
+        quotient += 1
+    return quotient
+
+
+def _seconds(milliseconds: int) -> Decimal:
+    """Integer milliseconds as the Decimal seconds the contract promises (exponent -3, e.g. 3600.000)."""
+    return Decimal(milliseconds).scaleb(-3)
 
 
 # Identities per per-slot query of the hourly method's remainder (keeps the label regexes short).
@@ -238,41 +263,47 @@ REMAINDER_BATCH = 200
 
 
 def _hourly_dcgm(client: RangeQuerier, queries: Queries, first_end: datetime, last_end: datetime,
-                 add) -> int:  # type: ignore[no-untyped-def]
-    """The DCGM side of one chunk by the hourly method (`Queries.dcgm_hourly_encoded`); returns the
-    number of queries run. The series are partitioned, so every series-hour is counted exactly once:
+                 add) -> tuple[int, int]:  # type: ignore[no-untyped-def]
+    """The DCGM side of one chunk by the hourly method; returns the number of queries run and how many
+    of them were per-slot ones. The series are partitioned, so every series-hour is counted exactly once:
 
-    1. GPUs HAMi manages near the chunk (one cheap query) are left to the per-slot query, restricted to
-       their UUIDs (the HAMi exclusion is per slot);
-    2. everything else: the hourly rollups, one query, summed per group; a group-hour whose sum carries
-       the undecided flag is measured again per identity (restricted to those namespaces and hours):
-       decided identities count as they are, undecided ones go to the per-slot query restricted to
-       their pods and UUIDs (every replica and label scheme of an identity shares them), and only those
-       (identity, hour) pairs are taken from its answer."""
+    1. GPUs HAMi manages near the chunk (one cheap query, which also says whether any series with the
+       old label names is there) are left to the per-slot query, restricted to their UUIDs (the HAMi
+       exclusion is per slot);
+    2. everything else: the group totals (`Queries.dcgm_group_hourly`, one query), decided where every
+       identity is one steady series; a group-hour whose sum carries the undecided flag is measured again
+       per identity by the replica-aware rollups (`dcgm_hourly_encoded`, restricted to those namespaces
+       and hours): decided identities count as they are, undecided ones go to the per-slot query
+       restricted to their pods and UUIDs (every replica and label scheme of an identity shares them),
+       and only those (identity, hour) pairs are taken from its answer."""
     settings, group = queries.settings, queries.dcgm_group
     hours = int((last_end - first_end) / HOUR) + 1
-    runs = 1
-    managed = sorted({series.labels.get("device_uuid", "") for series in client.range(
-        queries.hami_device_uuids(hours * 3600 // settings.scrape_interval), last_end, last_end, 3600)} - {""})
+    runs, per_slot = 1, 0
+    slots = hours * 3600 // settings.scrape_interval
+    probe = client.range(f"{queries.hami_device_uuids(slots)} or {queries.dcgm_old_names_present(slots)}",
+                         last_end, last_end, 3600)
+    managed = sorted({series.labels.get("device_uuid", "") for series in probe} - {""})
+    settings = replace(settings, old_label_names=any(OLD_NAMES_MARKER in series.labels for series in probe))
     if managed:
         runs += 1
+        per_slot += 1
         for series in client.range(Queries(replace(settings, only_uuids=tuple(managed))).dcgm_hourly_slots(),
                                    first_end, last_end, 3600):
             add(WHOLE, series.labels, series.samples)
     rest = replace(settings, skip_uuids=tuple(managed))
     flagged: set[tuple[tuple[str, ...], Decimal]] = set()
     runs += 1
-    for series in client.range(Queries(rest).dcgm_hourly_encoded(), first_end, last_end, 3600):
+    for series in client.range(Queries(rest).dcgm_group_hourly(), first_end, last_end, 3600):
         decided = []
         for sample in series.samples:
             undecided, held = divmod(int(sample.value), HOURLY_FLAG)
             if undecided:
                 flagged.add((tuple(series.labels.get(name, "") for name in group), sample.timestamp))
             else:
-                decided.append(_Point(sample.timestamp, Decimal(held)))
+                decided.append((sample.timestamp, held))
         add(WHOLE, series.labels, decided)
     if not flagged:
-        return runs
+        return runs, per_slot
     # Per identity, for the flagged group-hours only.
     stamps = sorted({stamp for _, stamp in flagged})
     lower, upper = (datetime.fromtimestamp(int(stamps[i]), tz=UTC) for i in (0, -1))
@@ -291,7 +322,7 @@ def _hourly_dcgm(client: RangeQuerier, queries: Queries, first_end: datetime, la
             if undecided:
                 undecided_pairs[tuple(series.labels.get(name, "") for name in identity)].add(sample.timestamp)
             else:
-                decided.append(_Point(sample.timestamp, Decimal(held)))
+                decided.append((sample.timestamp, held))
         add(WHOLE, series.labels, decided)
     keys = sorted(undecided_pairs)
     pod, uuid = identity.index("pod"), identity.index("UUID")
@@ -302,11 +333,12 @@ def _hourly_dcgm(client: RangeQuerier, queries: Queries, first_end: datetime, la
                                      only_uuids=tuple({key[uuid] for key in batch})))
         lower, upper = (datetime.fromtimestamp(int(stamps[i]), tz=UTC) for i in (0, -1))
         runs += 1
+        per_slot += 1
         for series in client.range(restricted.dcgm_identity_hourly_slots(), lower, upper, 3600):
             wanted = undecided_pairs.get(tuple(series.labels.get(name, "") for name in identity))
             if wanted:
                 add(WHOLE, series.labels, [sample for sample in series.samples if sample.timestamp in wanted])
-    return runs
+    return runs, per_slot
 
 
 def measure_report(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: datetime, end: datetime, *,
@@ -314,7 +346,8 @@ def measure_report(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: d
                    max_gap_scrapes: int = DEFAULT_MAX_GAP_SCRAPES, share_rule: str = "max",
                    usage_metric: str = DEFAULT_USAGE_METRIC, chunk_hours: int = 24,
                    dialect: str = "metricsql", clusters: Sequence[ClusterSource] = (),
-                   cluster_label: str = DEFAULT_CLUSTER_LABEL, method: str = HOURLY) -> Report:
+                   cluster_label: str = DEFAULT_CLUSTER_LABEL, method: str = HOURLY,
+                   hourly_chunk_hours: int | None = None) -> Report:
     _check_window(start, end)
     if method not in METHODS:
         raise MeteringInputError("method", f"must be one of {', '.join(METHODS)}")
@@ -323,6 +356,8 @@ def measure_report(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: d
     only = clusters[0].name if clusters and not label_name else ""
     if chunk_hours < 1:
         raise MeteringInputError("chunk_hours", "must be at least 1")
+    if hourly_chunk_hours is not None and hourly_chunk_hours < 1:
+        raise MeteringInputError("hourly_chunk_hours", "must be at least 1")
     if share_rule not in SHARE_RULES:
         raise MeteringInputError("share_rule", f"must be one of {', '.join(SHARE_RULES)}")
     if dialect not in DIALECTS:
@@ -334,18 +369,33 @@ def measure_report(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: d
         raise MeteringInputError("settings", str(exc)) from exc
     index = FlavorIndex(flavors)
     s = Decimal(scrape_interval)
-    chunk_hours = max(1, min(chunk_hours, SUBQUERY_POINT_BUDGET * scrape_interval // 3600))
+    budget = SUBQUERY_POINT_BUDGET * scrape_interval // 3600
+    # The hourly method's chunk may be longer than the per-slot one: its rollups are evaluated once an
+    # hour, and VictoriaMetrics reads each stored block of a series once per query, so several days per
+    # query cost less per day; its per-slot remainder stays within the same point budget.
+    hourly_chunk_hours = max(1, min(hourly_chunk_hours or chunk_hours, budget))
+    chunk_hours = max(1, min(chunk_hours, budget))
 
-    totals: dict[tuple[datetime, str, str, str], list[Decimal]] = defaultdict(lambda: [Decimal(0), Decimal(0)])
-    unmatched: dict[tuple[datetime, str, str, str, str, str], Decimal] = defaultdict(Decimal)
-    count = 0
+    # Exact integers until the samples are built: unit milliseconds, and milliseconds x the weight's
+    # numerator (the weight's denominator is a power of ten, applied once per row when rounding), so a
+    # month's ~10^6 answer points cost an int multiply-add each instead of Decimal arithmetic.
+    # [unit ms, Σ ms x weight numerator] per (hour, tenant, flavor, cluster)
+    totals: dict[tuple[datetime, str, str, str], list[int]] = {}
+    unmatched: dict[tuple[datetime, str, str, str, str, str], int] = defaultdict(int)
+    count = per_slot = 0
     hours: dict[Decimal, datetime] = {}
+    slot_ms = scrape_interval * 1000
+    # HAMi: the measured share is the GPU fraction (weight not applied), i.e. a ratio of 1.
+    ratios = {flavor.name: (1, 1) if flavor.mode == HAMI else _weight_ratio(flavor.weight)
+              for flavor in index.by_key.values()}
 
-    def add(kind: str, labels: dict[str, str], samples: Iterable) -> None:
-        """Add one answer series (held slots, or Σ share x slots, per hour end) to the totals."""
+    def add(kind: str, labels: dict[str, str], samples: Iterable[tuple[Decimal, Decimal | int]]) -> None:
+        """Add one answer series (held slots, or Σ share x slots, per hour end) to the totals. Values are
+        the client's Decimals or, from the hourly method's decoding, exact ints (held slots)."""
         tenant = _tenant(labels.get("namespace", ""), TENANT_PREFIX)
         if tenant is None:
             return
+        tenant = intern(tenant)  # one object per tenant: the sort below compares equal ones by identity
         cluster = by_label.get(labels.get(label_name, "")) if label_name else only
         if cluster is None:  # the selector admits only the clusters asked for
             return
@@ -357,50 +407,81 @@ def measure_report(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: d
             model, profile = labels.get("device_type", ""), ""
             flavor = index.hami(model)
             mode = HAMI
-        for sample in samples:
-            hour = hours.get(sample.timestamp)
+        numerator = ratios[flavor.name][0] if flavor is not None else 0
+        for stamp, value in samples:
+            hour = hours.get(stamp)
             if hour is None:  # a few dozen distinct hour ends per query
-                hour = hours[sample.timestamp] = _hour_start(sample.timestamp)
-            if not (start <= hour < end) or not sample.value.is_finite() or sample.value == 0:
+                hour = hours[stamp] = _hour_start(stamp)
+            if not (start <= hour < end):
                 continue
-            seconds = (sample.value * s).quantize(SECONDS_QUANTUM)
+            if value.__class__ is int:
+                if value == 0:
+                    continue
+                milliseconds = value * slot_ms
+            else:
+                if not value.is_finite() or value == 0:  # type: ignore[union-attr]
+                    continue
+                # a share x slots: seconds quantized to 0.001 as before, then exactly in ms
+                milliseconds = int((value * s).quantize(SECONDS_QUANTUM).scaleb(3))
             if flavor is None:
-                unmatched[(hour, tenant, mode, model, profile, cluster)] += seconds
+                unmatched[(hour, tenant, mode, model, profile, cluster)] += milliseconds
                 continue
-            row = totals[(hour, tenant, flavor.name, cluster)]
-            row[0] += seconds
-            row[1] += seconds if mode == HAMI else seconds * flavor.weight
+            key = (hour, tenant, flavor.name, cluster)
+            row = totals.get(key)
+            if row is None:
+                totals[key] = [milliseconds, milliseconds * numerator]
+            else:
+                row[0] += milliseconds
+                row[1] += milliseconds * numerator
 
     hourly = method == HOURLY and queries.hourly_method_applies()
+    # Range queries evaluated at each hour END in (lower, upper]; each point covers the hour before it.
+    if hourly:
+        for lower, upper in _chunks(start, end, hourly_chunk_hours):
+            runs, slotted = _hourly_dcgm(client, queries, lower + HOUR, upper, add)
+            count, per_slot = count + runs, per_slot + slotted
     for lower, upper in _chunks(start, end, chunk_hours):
-        # Range query evaluated at each hour END in (lower, upper]; each point covers the hour before it.
         first_end, last_end = lower + HOUR, upper
-        if hourly:
-            count += _hourly_dcgm(client, queries, first_end, last_end, add)
-        else:
-            count += 1
+        if not hourly:
+            count, per_slot = count + 1, per_slot + 1
             for series in client.range(queries.dcgm_hourly_slots(), first_end, last_end, 3600):
                 add(WHOLE, series.labels, series.samples)
         count += 1
         for series in client.range(queries.hami_hourly_share_slots(), first_end, last_end, 3600):
             add(HAMI, series.labels, series.samples)
     # Sorted on the plain key tuples (C comparisons), so in (hour_start, tenant_slug, flavor, cluster) order.
-    samples = [
-        UsageSample(hour, tenant, name, unit.quantize(SECONDS_QUANTUM), gpu_eq.quantize(SECONDS_QUANTUM), cluster)
-        for (hour, tenant, name, cluster), (unit, gpu_eq) in sorted(totals.items())
-        if unit != 0
-    ]
-    missing = sorted(Unmatched(*key[:5], value, key[5]) for key, value in unmatched.items())
-    return Report(samples=samples, unmatched=missing, queries=count)
+    # gpu-equivalent ms = Σ ms x numerator / denominator, rounded half-even once per row: what quantizing
+    # the exact Decimal sum of seconds x weight to 0.001 gave.
+    # A month is ~3 x 10^5 samples but only a few thousand distinct values (held slots x the scrape
+    # interval), and Decimals are immutable: one Decimal per distinct value is shared. `tuple.__new__`
+    # is what a NamedTuple's generated __new__ calls, without its Python frame per sample.
+    as_seconds: dict[int, Decimal] = {}
+    # per flavor: Σ ms x numerator -> gpu-equivalent seconds, rounded once per distinct sum
+    weighted_seconds: dict[str, dict[int, Decimal]] = {name: {} for name in ratios}
+    make = tuple.__new__
+    samples: list[UsageSample] = []
+    for (hour, tenant, name, cluster), (unit, weighted) in sorted(totals.items()):
+        if unit == 0:
+            continue
+        known = weighted_seconds[name]
+        gpu = known.get(weighted)
+        if gpu is None:
+            gpu = known[weighted] = _seconds(_round_half_even(weighted, ratios[name][1]))
+        samples.append(make(UsageSample, (
+            hour, tenant, name, as_seconds.get(unit) or as_seconds.setdefault(unit, _seconds(unit)), gpu, cluster)))
+    missing = sorted(Unmatched(*key[:5], _seconds(value), key[5]) for key, value in unmatched.items())
+    return Report(samples=samples, unmatched=missing, queries=count, dcgm_per_slot_queries=per_slot)
 
 
 def measure(client: RangeQuerier, flavors: Sequence[FlavorSpec], start: datetime, end: datetime, *,
             scrape_interval: int = DEFAULT_SCRAPE_INTERVAL, max_gap_scrapes: int = DEFAULT_MAX_GAP_SCRAPES,
             share_rule: str = "max", usage_metric: str = DEFAULT_USAGE_METRIC,
             chunk_hours: int = 24, dialect: str = "metricsql", clusters: Sequence[ClusterSource] = (),
-            cluster_label: str = DEFAULT_CLUSTER_LABEL, method: str = HOURLY) -> list[UsageSample]:
+            cluster_label: str = DEFAULT_CLUSTER_LABEL, method: str = HOURLY,
+            hourly_chunk_hours: int | None = None) -> list[UsageSample]:
     """Usage per (tenant, flavor, hour[, cluster]) in [start, end); the contract is in the module docstring."""
     return measure_report(client, flavors, start, end, scrape_interval=scrape_interval,
                           max_gap_scrapes=max_gap_scrapes, share_rule=share_rule,
                           usage_metric=usage_metric, chunk_hours=chunk_hours, dialect=dialect,
-                          clusters=clusters, cluster_label=cluster_label, method=method).samples
+                          clusters=clusters, cluster_label=cluster_label, method=method,
+                          hourly_chunk_hours=hourly_chunk_hours).samples

@@ -51,7 +51,8 @@ def _missed(rng: random.Random, slots: int, n: int, per_hour: int) -> set[int]:
     return missed
 
 
-def _trace(seed: int, year: int, interval: int, n: int, clusters: bool, month: int = 5) -> list[str]:
+def _trace(seed: int, year: int, interval: int, n: int, clusters: bool, month: int = 5,
+           old_names: float = 0.3) -> list[str]:
     rng = random.Random(seed)
     begin = int(at(year, month, 1, 8).timestamp())
     per_hour = 3600 // interval
@@ -61,7 +62,7 @@ def _trace(seed: int, year: int, interval: int, n: int, clusters: bool, month: i
     hami_uuids = [f"GPU-{seed}-h{d}" for d in range(2)]
     for number, (model, profile, mig_id) in enumerate(devices + [(A100, "", "")] * 2):
         uuid = hami_uuids[number - len(devices)] if number >= len(devices) else f"GPU-{seed}-{number}"
-        old = rng.random() < 0.3
+        old = rng.random() < old_names
         cluster = {"cluster": rng.choice(CLUSTERS).label} if clusters else {}
         # who holds the device at each scrape index: holds of random length, restarts and idle gaps
         holder: list[tuple[str, str] | None] = []
@@ -115,15 +116,18 @@ def _both(metrics, start: datetime, end: datetime, **kwargs):
     return hourly, per_slot
 
 
-# (seed, scrape interval, N, several clusters). One test and one year for all (a month each): the shared
-# VictoriaMetrics hands every test its own year, counting down from 2025, and it stores nothing before 1970.
-CASES = [(1, 30, 3, False), (2, 30, 3, True), (3, 30, 0, False), (4, 30, 1, True), (5, 30, 2, False),
-         (6, 60, 3, True), (7, 15, 4, False), (8, 30, 5, True), (9, 60, 1, False), (10, 30, 3, True)]
+# (seed, scrape interval, N, several clusters, share of devices with old label names). One test and one
+# year for all (a month each): the shared VictoriaMetrics hands every test its own year, counting down
+# from 2025, and it stores nothing before 1970. The last two have no old label names, so the queries
+# leave that branch out (`QuerySettings.old_label_names`).
+CASES = [(1, 30, 3, False, 0.3), (2, 30, 3, True, 0.3), (3, 30, 0, False, 0.3), (4, 30, 1, True, 0.3),
+         (5, 30, 2, False, 0.3), (6, 60, 3, True, 0.3), (7, 15, 4, False, 0.3), (8, 30, 5, True, 0.3),
+         (9, 60, 1, False, 0.3), (10, 30, 3, True, 0.3), (11, 30, 3, False, 0.0), (12, 15, 1, True, 0.0)]
 
 
 def test_hourly_method_equals_per_slot_method(victoria, metrics, year):
-    for month, (seed, interval, max_gap, clusters) in enumerate(CASES, start=1):
-        victoria.import_prometheus(_trace(seed, year, interval, max_gap, clusters, month))
+    for month, (seed, interval, max_gap, clusters, old_names) in enumerate(CASES, start=1):
+        victoria.import_prometheus(_trace(seed, year, interval, max_gap, clusters, month, old_names))
         kwargs = dict(scrape_interval=interval, max_gap_scrapes=max_gap)
         if clusters:
             kwargs["clusters"] = CLUSTERS
@@ -133,29 +137,61 @@ def test_hourly_method_equals_per_slot_method(victoria, metrics, year):
             assert hourly.samples == per_slot.samples, (seed, start)
             assert hourly.unmatched == per_slot.unmatched, (seed, start)
             assert len(per_slot.samples) >= 10  # the trace really exercised something
-            # and some series-hours really went through the per-slot remainder (more than 3 queries)
-            assert hourly.queries > 3
+            # and some series-hours really went through the per-slot remainder
+            assert hourly.dcgm_per_slot_queries > 0
+        # several days per DCGM query (as the collector asks): the same numbers
+        start, end = at(year, month, 1, 8), at(year, month, 1, 13)
+        long_chunks = measure_report(metrics, FLAVORS, start, end, chunk_hours=2, hourly_chunk_hours=72, **kwargs)
+        assert long_chunks.samples == _both(metrics, start, end, **kwargs)[1].samples, seed
 
 
-def test_a_steady_fleet_needs_no_per_slot_query(victoria, metrics, year):
-    """Contiguous runs, bridged gaps at the start, at the end and across an hour edge, and a replica whose
-    gap the other replica covers: every series-hour is decided by the rollups (3 queries: the hourly
-    totals, the undecided list, HAMi) and the numbers are the per-slot method's."""
-    begin = int(at(year, 5, 1, 8).timestamp())
-    gaps = {  # (GPU, tenant, scrape phase, replicas): missed scrape indexes per replica (120 a hour)
-        ("GPU-0", "a", 7, ("r0", "r1")): ({100, 101, 102, 103, 104, 105, 240, 241}, {240, 241}),  # 10:00 head
-        ("GPU-1", "b", 29, ("r0",)): ({358, 359},),  # the end of 10:00-11:00, bridged to 11:00:29
-        ("GPU-2", "c", 0, ("r0",)): ({119, 120},),  # one slot either side of 09:00
-    }
+STEADY = {  # (GPU, tenant, scrape phase, replicas): missed scrape indexes per replica (120 a hour)
+    ("GPU-0", "a", 7, ("r0", "r1")): ({100, 101, 102, 103, 104, 105, 240, 241}, {240, 241}),  # 10:00 head
+    ("GPU-1", "b", 29, ("r0",)): ({358, 359},),  # the end of 10:00-11:00, bridged to 11:00:29
+    ("GPU-2", "c", 0, ("r0",)): ({119, 120},),  # one slot either side of 09:00
+}
+
+
+def _steady(begin: int, gpus: dict) -> list[str]:
     raw = []
-    for (uuid, tenant, phase, replicas), missed in gaps.items():
+    for (uuid, tenant, phase, replicas), missed in gpus.items():
         for replica, skip in zip(replicas, missed, strict=True):
             raw += [f'{METRIC}{{UUID="{uuid}",modelName="{H100}",namespace="tenant-{tenant}",pod="p-{tenant}",'
                     f'prometheus_replica="{replica}"}} 1 {(begin + phase + i * 30) * 1000}'
                     for i in range(4 * 120) if i not in skip]
-    victoria.import_prometheus(raw)
+    return raw
+
+
+def test_a_steady_fleet_needs_no_per_slot_query(victoria, metrics, year):
+    """Contiguous runs, bridged gaps at the start, at the end and across an hour edge, and a replica whose
+    gap the other replica covers: every series-hour is decided by the rollups, none by the per-slot query
+    (4 queries: the HAMi-managed list, the group totals, the replica-aware rollups for the group-hours of
+    the replica pair, HAMi), and the numbers are the per-slot method's."""
+    victoria.import_prometheus(_steady(int(at(year, 5, 1, 8).timestamp()), STEADY))
     hourly, per_slot = _both(metrics, at(year, 5, 1, 8), at(year, 5, 1, 12))
     assert hourly.samples == per_slot.samples
-    assert hourly.queries == 3
+    assert hourly.queries == 4 and hourly.dcgm_per_slot_queries == 0
     assert {s.tenant_slug for s in hourly.samples} == {"a", "b", "c"}
     assert all(s.unit_seconds == 3600 for s in hourly.samples)  # every gap bridged (N = 3)
+
+
+def test_one_steady_series_per_gpu_is_decided_by_the_group_totals(victoria, metrics, year):
+    """Without replicas the group totals alone decide every series-hour (3 queries: the HAMi-managed list,
+    the group totals, HAMi), bridged gaps at an hour edge included."""
+    single = {key: gaps for key, gaps in STEADY.items() if len(key[3]) == 1}
+    victoria.import_prometheus(_steady(int(at(year, 5, 1, 8).timestamp()), single))
+    asked: list[str] = []
+
+    class Recording:
+        def range(self, query, start, end, step):  # type: ignore[no-untyped-def]
+            asked.append(query)
+            return metrics.range(query, start, end, step)
+
+    hourly = measure_report(Recording(), FLAVORS, at(year, 5, 1, 8), at(year, 5, 1, 12), method="hourly")
+    per_slot = measure_report(metrics, FLAVORS, at(year, 5, 1, 8), at(year, 5, 1, 12), method="per-slot")
+    assert hourly.samples == per_slot.samples
+    assert hourly.queries == 3 and hourly.dcgm_per_slot_queries == 0
+    # no series has the old label names, so only the probe asks for them
+    assert [q for q in asked if 'pod_name!=""' in q] == asked[:1]
+    assert {s.tenant_slug for s in hourly.samples} == {"b", "c"}
+    assert all(s.unit_seconds == 3600 for s in hourly.samples)

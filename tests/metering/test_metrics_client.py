@@ -120,3 +120,31 @@ def test_safe_retries_only_for_idempotent_methods():
 def test_naive_times_are_refused(metrics):
     with pytest.raises(ValueError):
         metrics.instant("up", datetime(2026, 1, 1))
+
+
+def test_fast_answer_parsing_equals_the_pair_by_pair_parse():
+    """The column-wise fast path and its shared Decimals give exactly the Decimals (value and exponent)
+    the pair-by-pair parse gives, and refuse what it refuses."""
+    import random
+
+    from infra.metrics import _sample, parse_result
+
+    rng = random.Random(14)
+    texts = ["0", "1", "120", "3600", "0.25", "1e3", "1.50", "NaN", "+Inf", "-Inf", "16777336", " 7 ", "-0"]
+    stamps = [1767225600, 1767229200, 1767232800]
+    series = []
+    for n in range(200):
+        kind = n % 4
+        values = []
+        for stamp in stamps:
+            t = stamp if kind < 2 else (stamp + 0.5 if kind == 2 else str(stamp))
+            values.append([t, rng.choice(texts) if kind != 1 else str(rng.randrange(10**7))])
+        series.append({"metric": {"n": str(n)}, "values": values})
+    parsed = parse_result({"resultType": "matrix", "result": series})
+    for item, got in zip(series, parsed, strict=True):
+        want = tuple(_sample(pair) for pair in item["values"])
+        assert [(str(a), str(b)) for a, b in got.samples] == [(str(a), str(b)) for a, b in want]
+        assert all(type(sample) is type(want[0]) for sample in got.samples)
+    for bad in ([[1767225600, "x"]], [[1767225600]], [[1767225600, "1", "2"]], [[True, "1"]]):
+        with pytest.raises(PermanentError):
+            parse_result({"resultType": "matrix", "result": [{"metric": {}, "values": bad}]})

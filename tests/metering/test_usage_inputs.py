@@ -32,6 +32,7 @@ START, END = datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 2, tzinfo=UTC)
     ({"dialect": "sql"}, "dialect"),
     ({"usage_metric": 'x"} or vector(1) #'}, "settings"),
     ({"chunk_hours": 0}, "chunk_hours"),
+    ({"hourly_chunk_hours": 0}, "hourly_chunk_hours"),
     ({"flavors": (*FLAVORS, FlavorSpec("h100", "whole", "NVIDIA L4", Decimal(1)))}, "flavors"),
     ({"flavors": (*FLAVORS, FlavorSpec("other", "whole", H100.replace(" ", "-"), Decimal(1)))}, "flavors"),
     ({"flavors": (*FLAVORS, FlavorSpec("share-2", "hami", A100, Decimal("0.5")))}, "flavors"),
