@@ -82,6 +82,11 @@ def supported(backend: Any) -> bool:
 
 _DEAD = -1  # `_Worker.busy` of a worker that died
 
+# How long the pass waits for a worker's chunk (a chunk is a few seconds of CPU even on a loaded machine).
+# A worker that does not answer by then -- e.g. hung on a lock some thread of the parent held when it was
+# forked -- is killed and treated as dead, so its chunk renders inline and the pass never waits forever.
+TAKE_TIMEOUT_SECONDS = 300.0
+
 
 @dataclass
 class _Worker:
@@ -136,8 +141,11 @@ class Prerenderer:
         if worker is None:
             return {}
         try:
+            if not worker.conn.poll(TAKE_TIMEOUT_SECONDS):
+                os.kill(worker.pid, signal.SIGKILL)  # our own child, by its pid: stuck
+                raise EOFError(f"prerender worker {worker.pid} gave no answer in {TAKE_TIMEOUT_SECONDS:.0f} s")
             got, results = worker.conn.recv()
-        except (EOFError, OSError):  # it died: never handed work again (`close` reaps it)
+        except (EOFError, OSError):  # it died or hung: never handed work again (`close` reaps it)
             worker.busy = _DEAD
             raise
         worker.busy = None

@@ -387,3 +387,34 @@ def test_a_worker_that_dies_leaves_its_chunks_to_the_pass(
     assert all(t.phase == Phase.READY and t.observed_generation == t.generation for t in Tenant.objects.all())
     assert status(gitops_repo) == ""
     assert prerender.WORKER_USAGE["workers"] == reaped + 1, "the survivor reported; the dead one was reaped"
+
+
+def test_a_worker_that_hangs_is_killed_and_its_chunk_renders_inline(
+        fleet_of_tenants, settings, gitops_repo: Path, monkeypatch) -> None:
+    need_binary("git")
+    need_reference()
+    import os
+    import time
+
+    monkeypatch.setattr(fleet, "CHUNK", 2)  # 8 tenants: four chunks over two workers
+    monkeypatch.setattr(prerender, "TAKE_TIMEOUT_SECONDS", 2.0)
+    settings.GPUFLEET_RECONCILE_WORKERS = 2
+    victim = fleet_of_tenants[2].slug
+    original = prerender.prerender
+    parent = os.getpid()
+
+    def hanging(view, ctx, backend):  # type: ignore[no-untyped-def]
+        if view.slug == victim and os.getpid() != parent:
+            time.sleep(3600)  # e.g. stuck on a lock inherited at the fork
+        return original(view, ctx, backend)
+
+    monkeypatch.setattr(prerender, "prerender", hanging)
+    reaped = prerender.WORKER_USAGE["workers"]
+    started = time.monotonic()
+
+    assert reconcile_all() == 8
+
+    assert time.monotonic() - started < 60, "the pass waited for the hung worker"
+    assert all(t.phase == Phase.READY and t.observed_generation == t.generation for t in Tenant.objects.all())
+    assert status(gitops_repo) == ""
+    assert prerender.WORKER_USAGE["workers"] == reaped + 1, "the survivor reported; the hung one was killed"
