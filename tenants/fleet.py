@@ -341,6 +341,15 @@ def _prerendering(chunks: list[list[int]], views: dict[int, TenantView], ctx: Re
                 submitted += 1
 
         def ahead(index: int) -> dict[str, prerender.Prerendered]:
+            nonlocal submitted
+            if index >= submitted:
+                # The pass caught up with the workers (both busy when this chunk's turn came to be handed
+                # out): it renders this chunk inline now, so the chunk must never be handed out later --
+                # a worker would render it for nothing, and every later chunk would queue behind it, so
+                # the pass would go on rendering inline while the workers render what it already did.
+                submitted = index + 1
+                hand_out()
+                return {}
             try:
                 return pool.take(index)
             finally:

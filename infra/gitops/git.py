@@ -49,6 +49,9 @@ def _whole_folders(changes: Mapping[str, bytes | None], new_folders: Collection[
 # Every commit through `commit_files` is one small pack; past this many, the recent ones are merged
 # (`git repack --geometric`: cost proportional to the small packs, never a full repack).
 PACKS_BEFORE_REPACK = 24
+# Changes of at most this many paths are re-indexed while fast-import runs (`commit_files`: the event path);
+# larger ones (a chunk of the cold pass) after it, when their blobs are already packed.
+OVERLAP_REINDEX_MAX_PATHS = 64
 
 
 class Git:
@@ -206,14 +209,24 @@ class Git:
         # forever (HEAD and the work tree agree, so no apply would touch them): `reindex_interrupted`.
         reindex = self.git_dir() / "gpufleet" / f"reindex-{os.getpid()}"
         reindex.write_bytes(paths)
-        # The index learns the committed paths (stat data included: `status` stays cheap) while fast-import
-        # builds the commit: both only read the files already written, so they run at the same time, and
+        # The index learns the committed paths (stat data included: `status` stays cheap). For a small change
+        # it does so while fast-import builds the commit: both only read the files already written, and
         # `update-index` reading the whole index (tens of ms at 10,000 tenants) no longer adds to the latency.
-        indexer = self._start(["update-index", "--add", "--remove", "-z", "--stdin"], reindex)
-        try:
-            self._run_bytes(["fast-import", "--quiet", "--done", f"--export-marks={marks}"], stream)
-        finally:
-            self._finish(indexer, "update-index")
+        # Not for a large one: `update-index` stores every blob it does not find yet -- fast-import's pack is
+        # not there until it ends -- as a loose object, one file each, so a chunk of thousands of new files
+        # overlapped costs far more than it saves (measured at 10,000 tenants: 47 overlapped re-indexes took
+        # 35 s of the cold pass; 3,500 new paths take 0.46 s with their blobs missing, 0.04 s once packed).
+        index = ["update-index", "--add", "--remove", "-z", "--stdin"]
+        fast_import = ["fast-import", "--quiet", "--done", f"--export-marks={marks}"]
+        if len(changes) <= OVERLAP_REINDEX_MAX_PATHS:
+            indexer = self._start(index, reindex)
+            try:
+                self._run_bytes(fast_import, stream)
+            finally:
+                self._finish(indexer, "update-index")
+        else:
+            self._run_bytes(fast_import, stream)
+            self._run_bytes(index, paths)
         exported = dict(line.split(" ", 1) for line in marks.read_text().splitlines())  # ":1 <commit>"
         head = exported[":1"].strip()
         marks.unlink(missing_ok=True)

@@ -418,3 +418,46 @@ def test_a_worker_that_hangs_is_killed_and_its_chunk_renders_inline(
     assert all(t.phase == Phase.READY and t.observed_generation == t.generation for t in Tenant.objects.all())
     assert status(gitops_repo) == ""
     assert prerender.WORKER_USAGE["workers"] == reaped + 1, "the survivor reported; the hung one was killed"
+
+
+def test_a_chunk_the_pass_reached_before_any_worker_was_free_is_never_handed_out(settings, monkeypatch) -> None:
+    """The pass overtakes the workers: chunk 1 comes up while both are busy, so the pass renders it inline;
+    handing it out afterwards would make a worker redo it and every later chunk queue behind it."""
+    from contextlib import contextmanager
+
+    settings.GPUFLEET_RECONCILE_WORKERS = 1
+    handed: list[int] = []
+
+    class OneSlot:  # the pool's scheduling contract: one chunk in flight, taken back in order
+        busy: int | None = None
+        refuse = {1}  # when chunk 1's turn to be handed out comes, the worker is still busy
+
+        def submit(self, index: int, views: list) -> bool:
+            if self.busy is not None:
+                return False
+            if index in self.refuse:  # free, but taken by something else for a moment
+                self.refuse.discard(index)
+                return False
+            self.busy = index
+            handed.append(index)
+            return True
+
+        def take(self, index: int) -> dict:
+            if self.busy != index:
+                return {}
+            self.busy = None
+            return {"rendered": index}
+
+    @contextmanager
+    def one_slot(ctx, backend, count):  # type: ignore[no-untyped-def]
+        yield OneSlot()
+
+    monkeypatch.setattr(prerender, "workers", one_slot)
+    monkeypatch.setattr(prerender, "supported", lambda backend: True)
+    monkeypatch.setattr(prerender, "prerender", lambda view, ctx, backend: None)
+    chunks = [[1], [2], [3], [4]]
+    views = {pk: object() for pk in range(1, 5)}
+    with fleet._prerendering(chunks, views, ctx=None, backend=None) as ahead:  # type: ignore[arg-type]
+        got = [ahead(i) for i in range(len(chunks))]
+    assert handed == [0, 2, 3], "chunk 1 was rendered inline and must never reach a worker"
+    assert got == [{"rendered": 0}, {}, {"rendered": 2}, {"rendered": 3}]
