@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
+import weakref
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -36,10 +39,18 @@ class Workspace:
     endpoint: str
     token: str
     binary: str = field(default_factory=lambda: need_binary("terraform", "/usr/local/bin/terraform"))
+    tmp: Path = field(init=False)  # the provider's TMPDIR (`__post_init__`)
 
     def __post_init__(self) -> None:
-        for sub in ("home", "tmp", "config"):
+        for sub in ("home", "config"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
+        # The provider listens on a Unix socket in $TMPDIR, and a socket's path may be at most 107 bytes.
+        # pytest's tmp_path is not short enough for that: under xdist it gains `popen-gwN/`, and its run
+        # counter (`pytest-of-root/pytest-N`) keeps growing on a machine that runs the suite again and again,
+        # so once N passed 99 every provider of a parallel run died before its handshake. A short directory
+        # of its own instead, removed with the workspace.
+        self.tmp = Path(tempfile.mkdtemp(prefix="gf-tf-", dir="/tmp"))
+        weakref.finalize(self, shutil.rmtree, self.tmp, True)
         (self.root / "cli.tfrc").write_text(cli_config())
         if not (PROVIDER_BIN / "terraform-provider-gpufleet").exists():
             raise AssertionError("terraform-provider-gpufleet is not installed in this virtualenv (pip install -e .)")
@@ -47,7 +58,7 @@ class Workspace:
     @property
     def env(self) -> dict[str, str]:
         return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(self.root / "home"),
-                "TMPDIR": str(self.root / "tmp"), "TF_CLI_CONFIG_FILE": str(self.root / "cli.tfrc"),
+                "TMPDIR": str(self.tmp), "TF_CLI_CONFIG_FILE": str(self.root / "cli.tfrc"),
                 "TF_IN_AUTOMATION": "1", "CHECKPOINT_DISABLE": "1",
                 "GPUFLEET_ENDPOINT": self.endpoint, "GPUFLEET_TOKEN": self.token}
 
