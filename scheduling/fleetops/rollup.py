@@ -263,6 +263,15 @@ def idle_lines(bits: dict[tuple[str, ...], measure.SlotBits], options: measure.O
                 yield _line(labels | {"part": part}, values, stamps)
 
 
+def _record(client: RollupClient, lines: Iterable[str], kind: str, fingerprint: str, rev: int,
+            start: datetime, end: datetime) -> int:
+    """Record a roll-up's series, then its coverage (hours rolled up). Data first, coverage after it: a
+    reader that sees the coverage sees the data (the client flushes)."""
+    client.import_json_lines(lines)
+    client.import_json_lines(_coverage_lines(kind, fingerprint, rev, start, end))
+    return len(hours(start, end))
+
+
 def rollup_idle(client: RollupClient, start: datetime, end: datetime, options: measure.Options,
                 groups: Sequence[measure.ThresholdGroup], now: datetime) -> int:
     """Measure the idle slots of the settled whole hours [start, end) once and record them; returns the
@@ -274,10 +283,7 @@ def rollup_idle(client: RollupClient, start: datetime, end: datetime, options: m
     fingerprint = idle_fingerprint(options, groups)
     rev = _rev(now, coverage(client, IDLE, fingerprint, start, end))
     bits = _group_bits(client, groups, start, end, options)
-    # Data first, coverage after it: a reader that sees the coverage sees the data (the client flushes).
-    client.import_json_lines(idle_lines(bits, options, fingerprint, rev))
-    client.import_json_lines(_coverage_lines(IDLE, fingerprint, rev, start, end))
-    return len(hours(start, end))
+    return _record(client, idle_lines(bits, options, fingerprint, rev), IDLE, fingerprint, rev, start, end)
 
 
 def _export(client: Reader, selector: str,
@@ -425,9 +431,7 @@ def rollup_utilisation(client: RollupClient, flavors: Sequence[FlavorSpec], star
     fingerprint = util_fingerprint(options, flavors)
     rev = _rev(now, coverage(client, UTIL, fingerprint, start, end))
     rows = measure.utilisation(client, flavors, start, end, options)
-    client.import_json_lines(util_lines(rows, fingerprint, rev))
-    client.import_json_lines(_coverage_lines(UTIL, fingerprint, rev, start, end))
-    return len(hours(start, end))
+    return _record(client, util_lines(rows, fingerprint, rev), UTIL, fingerprint, rev, start, end)
 
 
 def utilisation(client: Reader, flavors: Sequence[FlavorSpec], start: datetime, end: datetime,

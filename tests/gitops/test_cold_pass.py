@@ -362,10 +362,9 @@ def test_update_rows_stores_what_the_orm_stores(db) -> None:
     assert first.conditions == values[0]["conditions"] and first.last_reconciled_at == when
 
 
-def test_a_worker_that_dies_leaves_its_chunks_to_the_pass(
-        fleet_of_tenants, settings, gitops_repo: Path, monkeypatch) -> None:
-    need_binary("git")
-    need_reference()
+def _one_worker_misbehaves(fleet_of_tenants, settings, monkeypatch, misbehave) -> int:  # type: ignore[no-untyped-def]
+    """Two workers over four chunks; the worker that renders the third tenant runs `misbehave()` there.
+    Returns how many workers had reported before the pass (`WORKER_USAGE`)."""
     import os
 
     monkeypatch.setattr(fleet, "CHUNK", 2)  # 8 tenants: four chunks over two workers
@@ -374,18 +373,31 @@ def test_a_worker_that_dies_leaves_its_chunks_to_the_pass(
     original = prerender.prerender
     parent = os.getpid()
 
-    def dying(view, ctx, backend):  # type: ignore[no-untyped-def]
+    def faulty(view, ctx, backend):  # type: ignore[no-untyped-def]
         if view.slug == victim and os.getpid() != parent:
-            os._exit(3)  # the worker rendering this chunk dies mid-chunk
+            misbehave()
         return original(view, ctx, backend)
 
-    monkeypatch.setattr(prerender, "prerender", dying)
-    reaped = prerender.WORKER_USAGE["workers"]
+    monkeypatch.setattr(prerender, "prerender", faulty)
+    return int(prerender.WORKER_USAGE["workers"])
 
+
+def _all_reconciled_by_the_pass(gitops_repo: Path) -> None:
     assert reconcile_all() == 8
-
     assert all(t.phase == Phase.READY and t.observed_generation == t.generation for t in Tenant.objects.all())
     assert status(gitops_repo) == ""
+
+
+def test_a_worker_that_dies_leaves_its_chunks_to_the_pass(
+        fleet_of_tenants, settings, gitops_repo: Path, monkeypatch) -> None:
+    need_binary("git")
+    need_reference()
+    import os
+
+    # the worker rendering this chunk dies mid-chunk
+    reaped = _one_worker_misbehaves(fleet_of_tenants, settings, monkeypatch, lambda: os._exit(3))
+
+    _all_reconciled_by_the_pass(gitops_repo)
     assert prerender.WORKER_USAGE["workers"] == reaped + 1, "the survivor reported; the dead one was reaped"
 
 
@@ -393,30 +405,15 @@ def test_a_worker_that_hangs_is_killed_and_its_chunk_renders_inline(
         fleet_of_tenants, settings, gitops_repo: Path, monkeypatch) -> None:
     need_binary("git")
     need_reference()
-    import os
     import time
 
-    monkeypatch.setattr(fleet, "CHUNK", 2)  # 8 tenants: four chunks over two workers
     monkeypatch.setattr(prerender, "TAKE_TIMEOUT_SECONDS", 2.0)
-    settings.GPUFLEET_RECONCILE_WORKERS = 2
-    victim = fleet_of_tenants[2].slug
-    original = prerender.prerender
-    parent = os.getpid()
-
-    def hanging(view, ctx, backend):  # type: ignore[no-untyped-def]
-        if view.slug == victim and os.getpid() != parent:
-            time.sleep(3600)  # e.g. stuck on a lock inherited at the fork
-        return original(view, ctx, backend)
-
-    monkeypatch.setattr(prerender, "prerender", hanging)
-    reaped = prerender.WORKER_USAGE["workers"]
+    # e.g. stuck on a lock inherited at the fork
+    reaped = _one_worker_misbehaves(fleet_of_tenants, settings, monkeypatch, lambda: time.sleep(3600))
     started = time.monotonic()
 
-    assert reconcile_all() == 8
-
+    _all_reconciled_by_the_pass(gitops_repo)
     assert time.monotonic() - started < 60, "the pass waited for the hung worker"
-    assert all(t.phase == Phase.READY and t.observed_generation == t.generation for t in Tenant.objects.all())
-    assert status(gitops_repo) == ""
     assert prerender.WORKER_USAGE["workers"] == reaped + 1, "the survivor reported; the hung one was killed"
 
 
