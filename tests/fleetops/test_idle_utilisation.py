@@ -329,6 +329,9 @@ def test_rollups_by_backfill_and_task_give_the_same_numbers(fleet, settings) -> 
 def test_beat_rolls_up_hourly() -> None:
     from gpufleet.celery import app
 
+    # What a worker does at start: import every app's tasks module (autodiscovery is lazy), so the test
+    # does not depend on another test having imported scheduling.fleetops.tasks first.
+    app.loader.import_default_modules()
     app.finalize()
     schedule = {entry["task"]: entry["schedule"] for entry in app.conf.beat_schedule.values()}
     hourly = schedule["scheduling.fleetops.tasks.rollup_recent"]
