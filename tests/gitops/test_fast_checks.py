@@ -94,3 +94,33 @@ def test_a_commit_whose_reindex_died_is_reindexed_by_the_next_write(tmp_path, mo
     # Nothing left to commit for this owner (HEAD and disk agree), yet the next write repairs the index.
     GitOpsBackend(backend.path).apply("tenant:other", [config_map("tenant:other", "b", gpus="1")])
     assert status(backend.path) == ""
+
+
+def test_superseded_shared_index_files_go_after_an_hour_not_two_weeks(tmp_path) -> None:
+    """A split index leaves its old shared index file behind each time it is rewritten (a cold pass of
+    10,000 tenants: ~14 files of up to 26 MB); the backend has git remove those unused for an hour."""
+    import os
+    import time
+
+    from infra.gitops import GitOpsBackend
+
+    from .helpers import config_map, status
+
+    need_binary("git")
+    backend = GitOpsBackend(tmp_path / "repo")
+    for gpus in "123":  # each write rewrites the shared index (maxPercentChange=0): three generations
+        backend.apply("tenant:acme", [config_map("tenant:acme", "a", gpus=gpus)])
+        git(backend.path, "-c", "splitIndex.maxPercentChange=0", "update-index", "--split-index")
+    before = set((backend.path / ".git").glob("sharedindex.*"))
+    assert len(before) >= 3
+    stale = time.time() - 2 * 3600
+    for path in before:  # as if last used two hours ago (git freshens the one in use when it reads it)
+        os.utime(path, (stale, stale))
+    git(backend.path, "-c", "splitIndex.maxPercentChange=0", "update-index", "--split-index")
+    after = set((backend.path / ".git").glob("sharedindex.*"))
+    assert len(before & after) == 1, "only the shared index in use until this rewrite is kept"
+    assert status(backend.path) == ""
+    # A repository configured by an older version (split index, no expiry) gets the setting it lacks.
+    git(backend.path, "config", "--unset", "splitIndex.sharedIndexExpire")
+    GitOpsBackend(backend.path).apply("tenant:acme", [config_map("tenant:acme", "a", gpus="4")])
+    assert git(backend.path, "config", "splitIndex.sharedIndexExpire").strip() == "1.hour.ago"
