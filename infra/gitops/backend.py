@@ -48,6 +48,17 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def write_file(path: str, data: bytes) -> None:
+    """Create or overwrite `path` with `data`: one open, write and close, no buffered-file wrapper."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+
+
 def record_text(files: dict[str, bytes]) -> str:
     """The drift record of an owner whose files are `files` (see `GitOpsBackend.record_written`)."""
     return json.dumps({name: sha256(data) for name, data in sorted(files.items())})
@@ -391,10 +402,13 @@ class GitOpsBackend:
         if not files:
             path.unlink(missing_ok=True)
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(record_text(files))
-        tmp.replace(path)  # atomic: a crash never leaves half an index
+        tmp, data = f"{path}.tmp", record_text(files).encode()
+        try:
+            write_file(tmp, data)
+        except FileNotFoundError:  # the first record of this repository (no mkdir per record: a stat each)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_file(tmp, data)
+        os.replace(tmp, path)  # atomic: a crash never leaves half an index
 
     def _record_key(self, own: Owner) -> bytes | None:
         """BLAKE2 of the owner's drift record as stored (None if there is none), by its stat."""
@@ -461,15 +475,17 @@ class GitOpsBackend:
         return plan
 
     def _write(self, plan: Plan) -> None:
-        folder = self.path / plan.owner.path
+        # Plain strings and os calls, not pathlib: a cold pass of 10,000 tenants writes 160,000 files here,
+        # and pathlib's per-path parsing and buffered-file wrapper were a third of this function's CPU.
+        folder = f"{self.path}/{plan.owner.path}"
         if plan.changed:
-            folder.mkdir(parents=True, exist_ok=True)
+            os.makedirs(folder, exist_ok=True)
             for name in plan.created + plan.updated:
-                (folder / name).write_bytes(plan.desired[name])
+                write_file(f"{folder}/{name}", plan.desired[name])
             for name in plan.pruned:
-                (folder / name).unlink()
-            if not plan.desired and folder.exists() and not any(folder.iterdir()):
-                folder.rmdir()
+                os.unlink(f"{folder}/{name}")
+            if not plan.desired and os.path.isdir(folder) and not os.listdir(folder):
+                os.rmdir(folder)
         if plan.changed or plan.index_stale:
             self.record_written(plan.owner, plan.desired)
 
