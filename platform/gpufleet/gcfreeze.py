@@ -2,12 +2,13 @@
 
 Why: CPython's collector stops every thread of the process (it holds the GIL) for the whole of a pass, and a
 full (generation 2) pass visits every tracked object the process holds. A gunicorn worker holds ~100,000 of
-them after importing gpufleet.wsgi and ~150,000 once the URLconf, views and serializers are loaded -- modules,
+them after importing gpufleet.wsgi and ~155,000 once the URLconf, views and serializers are loaded -- modules,
 classes, functions, URL patterns, settings -- which live as long as the process and are never garbage.
-Visiting them costs 55-85 ms of CPU per full pass (benchmarks/README.md, "API": "The quota list's tail"),
-and every request in flight in that process waits for it: with gthread's 4 threads per process that is the
-p99 of an API that otherwise answers in 1-2 ms. Requests make cyclic garbage (Django's and DRF's request,
-view and resolver objects refer to each other), so full passes come every few thousand requests.
+Visiting them costs 55-95 ms of CPU per full pass (100-135 ms in a worker on a loaded machine), and every
+request in flight in that process waits for it: with gthread's 4 threads per process that is the p99 of an
+API that otherwise answers in 1-2 ms (benchmarks/README.md, "API", round 4: the quota list's tail). Requests
+make cyclic garbage (Django's and DRF's request, view and resolver objects refer to each other), so full
+passes come every few thousand requests.
 
 `gc.freeze()` moves every object tracked at that moment to a permanent generation that no pass visits: a
 full pass then visits only what was created since (the answer cache, per-class plans, request garbage).
