@@ -25,7 +25,9 @@ Targets (issue 14): page of 50 >= 300 req/s with p99 <= 100 ms; `?limit=200` >= 
 Options: --duration S (per route, default 10), --clients N (16), --tenants N (1000), --set k=v (chart
 values, repeatable), --only NAME (repeatable), --profile (cProfile of each route in-process, top 20),
 --python-client (force the fallback client), --keep-db, --no-answer-cache (every read computed: the server runs
-with GPUFLEET_API_CACHE_BYTES=0). BENCH_PROFILE_SORT / BENCH_PROFILE_TOP: the profile's order and length.
+with GPUFLEET_API_CACHE_BYTES=0), --gc (cyclic garbage per request and the CPU of a full collector pass,
+in-process; `--set config.extraEnv.GPUFLEET_GC_FREEZE=0` runs the server without gpufleet/gcfreeze.py).
+BENCH_PROFILE_SORT / BENCH_PROFILE_TOP: the profile's order and length.
 """
 
 from __future__ import annotations
@@ -366,6 +368,40 @@ def inprocess_cpu_ms(route: Route, token: str | None, n: int) -> float:
     return min(batches)
 
 
+def cyclic_garbage_per_request(route: Route, token: str | None, n: int) -> float:
+    """Objects per request that only the cycle collector frees (Django's and DRF's request, view and resolver
+    objects refer to each other): the more, the more often collector passes come, each of which stops every
+    thread of a gunicorn process (gpufleet/gcfreeze.py). Counted, not timed: load does not change it."""
+    import gc
+
+    client = _client(token)
+    client.get(route.path)
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(n):
+            client.get(route.path)
+        return gc.collect() / n
+    finally:
+        gc.enable()
+
+
+def full_pass_cpu_ms() -> tuple[int, float]:
+    """(objects a full collector pass visits in this process, CPU ms of one: the best of 3)."""
+    import gc
+
+    best = min(_timed_collect() for _ in range(3))
+    return len(gc.get_objects()), best
+
+
+def _timed_collect() -> float:
+    import gc
+
+    started = time.process_time()
+    gc.collect()
+    return (time.process_time() - started) * 1000
+
+
 def profile(route: Route, token: str | None, n: int = 200) -> str:
     from io import StringIO
 
@@ -424,6 +460,16 @@ def _cpu_ticks(pids: list[int]) -> dict[int, int]:
 def _spent(before: dict[int, int], after: dict[int, int]) -> int:
     """Ticks spent by the processes alive at both ends (a backend that went away is not counted)."""
     return sum(max(0, after[pid] - before[pid]) for pid in before if pid in after)
+
+
+def worker_split(before: dict[int, int], after: dict[int, int], master: int) -> str:
+    """Each worker's share of the workers' CPU during a run, e.g. "51/49". The kernel hands the 16 connections
+    to whichever worker accepts it first, and they stay there (keep-alive): a run whose connections all
+    went to one worker (e.g. "99/1") is served by one process, so one core and one GIL, whatever the chart says
+    -- its p99 says so, not the code (benchmarks/README.md, "API", round 4)."""
+    spent = {pid: max(0, after[pid] - before[pid]) for pid in before if pid in after and pid != master}
+    total = sum(spent.values())
+    return "/".join(f"{100 * t / total:.0f}" for t in sorted(spent.values(), reverse=True)) if total else "-"
 
 
 def server_pids(master: int) -> list[int]:
@@ -524,6 +570,8 @@ def main() -> int:
                         help="run the server with GPUFLEET_API_CACHE_BYTES=0 (every read computed)")
     parser.add_argument("--no-load", action="store_true", help="only the SQL counts and in-process CPU figures")
     parser.add_argument("--profile", action="store_true", help="cProfile each route in-process (no load run)")
+    parser.add_argument("--gc", action="store_true",
+                        help="cyclic garbage per request and a full collector pass, in-process (no load run)")
     parser.add_argument("--python-client", action="store_true", help="use the threaded http.client client")
     parser.add_argument("--keep-db", action="store_true", help="keep the database (and reuse it with --reuse-db)")
     parser.add_argument("--reuse-db", action="store_true", help="skip migrate + seed (a --keep-db run made it)")
@@ -583,6 +631,24 @@ def main() -> int:
         if not args.keep_db:
             _drop_database(url)
         return 0
+    if args.gc:
+        import gc
+
+        from gpufleet.gcfreeze import load_urlconf
+
+        for route in plan:
+            print(f"{route.name:38} {cyclic_garbage_per_request(route, tokens[route.caller], args.inprocess):6.1f} "
+                  f"objects of cyclic garbage per request")
+        load_urlconf()  # as a web worker has (it is loaded already: every route was served)
+        tracked, ms = full_pass_cpu_ms()
+        gc.freeze()  # what gpufleet.wsgi does in each worker; the process ends right after
+        frozen_tracked, frozen_ms = full_pass_cpu_ms()
+        print(f"full collector pass: {tracked} objects, {ms:.1f} ms CPU; after gc.freeze(): {frozen_tracked} "
+              f"objects, {frozen_ms:.2f} ms CPU  (load {loadavg()})")
+        connection.close()
+        if not args.keep_db:
+            _drop_database(url)
+        return 0
     if args.profile:
         for route in plan:
             print(profile(route, tokens[route.caller]))
@@ -622,7 +688,9 @@ def main() -> int:
                 writer.stop.set()
                 writer.join()
             hz = os.sysconf("SC_CLK_TCK")
-            result["cpu_ms"] = _spent(before, _cpu_ticks(pids)) / hz * 1000 / max(1, result["requests"])
+            after = _cpu_ticks(pids)
+            result["cpu_ms"] = _spent(before, after) / hz * 1000 / max(1, result["requests"])
+            result["split"] = worker_split(before, after, proc.pid)
             result["db_cpu_ms"] = (_spent(db_before, _cpu_ticks(db_pids)) / hz * 1000 / max(1, result["requests"])
                                    if db_pids else None)
             result["load"] = loadavg()
@@ -641,15 +709,15 @@ def main() -> int:
     floor = plan[0].result["rps"]
     print()
     print(f"{'route':38} {'req/s':>7} {'p50 ms':>7} {'p99 ms':>7} {'x floor':>7} {'SQL':>4} {'in-proc':>8} "
-          f"{'uncached':>8} {'app CPU':>8} {'db CPU':>7} {'err':>4}  load")
+          f"{'uncached':>8} {'app CPU':>8} {'db CPU':>7} {'err':>4} {'workers':>7}  load")
     print(f"{'':38} {'':>7} {'':>7} {'':>7} {'':>7} {'/req':>4} {'CPU ms':>8} {'CPU ms':>8} {'ms/req':>8} "
-          f"{'ms/req':>7} {'':>4}")
+          f"{'ms/req':>7} {'':>4} {'CPU %':>7}")
     for route in plan:
         r = route.result
         db = f"{r['db_cpu_ms']:.2f}" if r["db_cpu_ms"] is not None else "n/a"
         print(f"{route.name:38} {r['rps']:7.0f} {r['p50_ms']:7.1f} {r['p99_ms']:7.1f} {r['rps'] / floor:7.2f} "
               f"{route.queries:4d} {route.cpu_inprocess:8.2f} {route.cpu_uncached:8.2f} {r['cpu_ms']:8.2f} {db:>7} "
-              f"{r['errors']:4d}  {r['load']}")
+              f"{r['errors']:4d} {r['split']:>7}  {r['load']}")
     print()
     for route in plan[1:]:
         r = route.result
@@ -666,6 +734,8 @@ def main() -> int:
     print("  'uncached' is the in-process CPU of a miss, i.e. of the answer computed from the database.")
     print("in-proc CPU ms: the Django stack in the benchmark's process, one request at a time (load-insensitive-ish);")
     print("app/db CPU ms: gunicorn's processes / PostgreSQL's backends during the load run, per request served.")
+    print("workers CPU %: each gunicorn worker's share of the run's worker CPU; one near 100 means the kernel gave")
+    print("  that worker all the connections (keep-alive: they stay), so the run had one process's core and GIL.")
     print(f"load average at the end: {loadavg()} (2 cores; other work on the machine depresses req/s, not CPU ms/req)")
     return 1 if failures else 0
 

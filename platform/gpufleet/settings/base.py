@@ -161,6 +161,9 @@ REST_FRAMEWORK = {
 # Rendered GET answers kept per process, keyed by caller, request and the fleet's data version
 # (gpufleet/api/answercache.py); 0 turns the cache off.
 GPUFLEET_API_CACHE_BYTES = int(env("GPUFLEET_API_CACHE_BYTES", str(32 * 1024 * 1024)) or 0)
+# A web worker freezes its startup objects out of the garbage collector's full passes, whose pause every
+# request in flight in that process waits for (gpufleet/gcfreeze.py); 0 turns that off.
+GPUFLEET_GC_FREEZE = env_bool("GPUFLEET_GC_FREEZE", True)
 SPECTACULAR_SETTINGS = {
     "TITLE": "gpufleet API",
     "DESCRIPTION": "Tenants, quotas, usage and invoices of a shared GPU fleet.",
