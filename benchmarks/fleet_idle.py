@@ -26,7 +26,9 @@ Python process and of VictoriaMetrics, from /proc):
 The report's numbers are checked exactly against the generated timeline (findings, idle seconds, allocated
 seconds); `--raw` also times the raw report (`measure.utilisation` + `measure.idle_runs`, no roll-ups) and
 checks that rows and runs are equal. Exits 1 when a check fails, the target is missed, or less than half the
-report's time is spent waiting for the TSDB. Options: --days N (default 30), --single-hours N, --raw.
+report's time is spent waiting for the TSDB. Options: --days N (default 30), --single-hours N, --raw,
+--report-repeats N, --data DIR (keep VictoriaMetrics' storage in DIR and reuse it on the next run with the
+same --days: the untimed import of a month takes minutes; roll-ups already final there are not redone).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -84,6 +87,24 @@ class Expected:
         self.idle_seconds = 0
         self.allocated = Decimal(0)
         self.samples = 0
+
+    def save(self, path: Path, days: int) -> None:
+        path.write_text(json.dumps({"days": days, "findings": self.findings, "idle_seconds": self.idle_seconds,
+                                    "allocated": str(self.allocated), "samples": self.samples}))
+
+    @classmethod
+    def load(cls, path: Path, days: int) -> Expected | None:
+        """The timeline's figures saved by an earlier run's import of the same --days (None: import again)."""
+        try:
+            saved = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+        if saved.get("days") != days:
+            return None
+        out = cls()
+        out.findings, out.idle_seconds = saved["findings"], saved["idle_seconds"]
+        out.allocated, out.samples = Decimal(saved["allocated"]), saved["samples"]
+        return out
 
 
 def generate(begin: int, end: int, expected: Expected):
@@ -182,6 +203,14 @@ class TimedClient:
             self.seconds += time.perf_counter() - began
             self.calls += 1
 
+    def instant(self, query, at):  # type: ignore[no-untyped-def]
+        began = time.perf_counter()
+        try:
+            return self.client.instant(query, at)
+        finally:
+            self.seconds += time.perf_counter() - began
+            self.calls += 1
+
     def export_lines(self, selector, start, end):  # type: ignore[no-untyped-def]
         began = time.perf_counter()  # the HTTP answer only: decoding the JSON lines is Python's time
         try:
@@ -236,6 +265,8 @@ def main() -> int:
                         help="time the month report this many times (the machine is shared: shows the spread)")
     parser.add_argument("--raw", action="store_true",
                         help="also time the raw month report (no roll-ups) and compare it with the roll-up one")
+    parser.add_argument("--data", type=Path, default=None,
+                        help="keep VictoriaMetrics' storage here and reuse it when it holds the same --days")
     args = parser.parse_args()
 
     from billing.metering.usage import FlavorSpec
@@ -250,12 +281,23 @@ def main() -> int:
     # The roll-ups' clock: pinned a day after the window, so every hour is settled and final.
     now = end_dt + timedelta(days=1)
     groups = [measure.ThresholdGroup(measure.Thresholds())]
-    expected = Expected()
     with tempfile.TemporaryDirectory(prefix="gpufleet-bench-fleet-") as tmp:
-        vm = VictoriaMetrics.start(Path(tmp))
+        data = args.data or Path(tmp)
+        marker = data / "expected.json"
+        reused = Expected.load(marker, args.days) if args.data else None
+        if args.data and reused is None and (data / "storage").exists():
+            shutil.rmtree(data / "storage")  # another --days, or an import that did not finish
+        vm = VictoriaMetrics.start(data)
         try:
-            import_s = import_month(vm.url, begin, end, expected)
-            print(f"imported {expected.samples:,} samples in {import_s:.1f} s (not timed); load {_load()}")
+            if reused is None:
+                marker.unlink(missing_ok=True)
+                expected = Expected()
+                import_s = import_month(vm.url, begin, end, expected)
+                expected.save(marker, args.days)  # written only once the import is complete
+                print(f"imported {expected.samples:,} samples in {import_s:.1f} s (not timed); load {_load()}")
+            else:
+                expected = reused
+                print(f"reusing {expected.samples:,} samples imported earlier into {data} (and its roll-ups)")
             client = TimedClient(MetricsClient(vm.url))
             options = measure.Options(scrape_interval=INTERVAL)
             billing = TimedBilling(measure.billing_usage.measure_report)
