@@ -64,6 +64,8 @@ THOUSANDTHS = Decimal(1000)
 EXACT_LIMIT = 2 ** 53
 # Hours of recorded series per read query (keeps each answer well inside -search.maxUniqueTimeseries).
 READ_CHUNK_HOURS = 24 * 7
+# Revs named in one summing query (13-digit numbers: ~3 KB of regex, well inside -search.maxQueryLen).
+REV_BATCH = 200
 DEFAULT_OPTIONS = measure.Options()
 DEFAULT_GROUPS = (measure.ThresholdGroup(measure.Thresholds()),)
 
@@ -74,6 +76,8 @@ class Writer(Protocol):
 
 class Reader(RangeQuerier, Protocol):
     def export_lines(self, selector: str, start: datetime, end: datetime) -> list[str]: ...
+
+    def instant(self, query: str, at: datetime) -> list: ...
 
 
 class RollupClient(Reader, Writer, Protocol):
@@ -163,17 +167,32 @@ def settled_until(now: datetime, options: measure.Options) -> datetime:
 
 
 # -- coverage -----------------------------------------------------------------------------------------
-def coverage(client: RangeQuerier, kind: str, fingerprint: str, start: datetime, end: datetime) -> dict[datetime, int]:
-    """{hour start: rev of its latest roll-up} for the whole hours in [start, end) rolled up with `fingerprint`."""
-    query = (f'max(max_over_time({{__name__="{COVERAGE_METRIC}", kind="{kind}", '
+def coverage_by_rev(client: RangeQuerier, kind: str, fingerprint: str, start: datetime,
+                    end: datetime) -> dict[int, set[datetime]]:
+    """{rev: the whole hours in [start, end) it rolled up with `fingerprint`}. Per rev, not just the latest
+    per hour: a reader summing inside the TSDB must know which runs also hold superseded hours."""
+    query = (f'max by (rev) (max_over_time({{__name__="{COVERAGE_METRIC}", kind="{kind}", '
              f'fingerprint="{fingerprint}"}}[3600s]))')
-    out: dict[datetime, int] = {}
+    out: dict[int, set[datetime]] = defaultdict(set)
     for lower, upper in _chunks(start, end, READ_CHUNK_HOURS * 4):
         for series in client.range(query, lower + HOUR, upper, 3600):
             for sample in series.samples:
                 if sample.value.is_finite():
-                    out[_at(int(sample.timestamp)) - HOUR] = int(sample.value)
+                    out[int(sample.value)].add(_at(int(sample.timestamp)) - HOUR)
+    return dict(out)
+
+
+def _latest(by_rev: dict[int, set[datetime]]) -> dict[datetime, int]:
+    out: dict[datetime, int] = {}
+    for rev, covered in by_rev.items():
+        for hour in covered:
+            out[hour] = max(out.get(hour, rev), rev)
     return out
+
+
+def coverage(client: RangeQuerier, kind: str, fingerprint: str, start: datetime, end: datetime) -> dict[datetime, int]:
+    """{hour start: rev of its latest roll-up} for the whole hours in [start, end) rolled up with `fingerprint`."""
+    return _latest(coverage_by_rev(client, kind, fingerprint, start, end))
 
 
 def final_hours(cov: dict[datetime, int], late_allowance: timedelta) -> dict[datetime, int]:
@@ -487,3 +506,75 @@ def utilisation(client: Reader, flavors: Sequence[FlavorSpec], start: datetime, 
     # (hour, tenant, flavor) is unique: the dataclass order, without comparing 207,000 dataclasses.
     rows.sort(key=lambda r: (r.hour_start, r.tenant_slug, r.flavor))
     return rows, len(missing)
+
+
+# -- utilisation totals, summed inside the TSDB --------------------------------------------------------
+Totals = dict[tuple[str, str], tuple[Decimal, ...]]  # (tenant, flavor) -> the UTIL_FIELDS, summed
+
+
+def totals_of(rows: Iterable[measure.Utilisation]) -> Totals:
+    """Per (tenant, flavor): the sum of each UTIL_FIELDS field over the rows' hours."""
+    acc: dict[tuple[str, str], list[Decimal]] = {}
+    for row in rows:
+        into = acc.setdefault((row.tenant_slug, row.flavor), [Decimal(0)] * len(UTIL_FIELDS))
+        for i, name in enumerate(UTIL_FIELDS):
+            into[i] += getattr(row, name)
+    return {key: tuple(values) for key, values in acc.items()}
+
+
+def _sum_query(fingerprint: str, revs: Sequence[int], seconds: int) -> str:
+    return (f'sum by (tenant, flavor, field) (sum_over_time({{__name__="{UTIL_METRIC}", '
+            f'fingerprint="{fingerprint}", rev=~"{"|".join(str(r) for r in revs)}"}}[{seconds}s]))')
+
+
+def utilisation_totals(client: Reader, flavors: Sequence[FlavorSpec], start: datetime, end: datetime,
+                       options: measure.Options = DEFAULT_OPTIONS, *,
+                       late_allowance: timedelta = DEFAULT_LATE_ALLOWANCE) -> tuple[Totals, int]:
+    """`totals_of(utilisation(...))` (the same sums, to the thousandth) with the recorded hours summed inside
+    VictoriaMetrics: Python receives one value per tenant x flavor x field and query, not one per hour.
+    Returns the totals and the number of whole hours measured from raw samples.
+
+    A recorded value stands for one hour of one run (`rev`); `sum_over_time` over (t - d, t] adds every
+    sample of the selected revs in that window, so a query may only name a rev over hours where it is the
+    final, latest roll-up. Revs that are that for every hour of the window they cover (the usual case: each
+    run rolled up hours nobody recomputed since) are summed over the whole window, many per query; a rev
+    superseded for some of its hours (recomputed with --force, or first rolled up before it was final) is
+    summed per contiguous range of the hours it still stands for. Sums of non-negative integers below 2**53
+    are exact in a float64 whatever the order; a larger one falls back to reading the hours."""
+    measure.check_window(start, end)
+    if start != floor_hour(start) or end != floor_hour(end):
+        return totals_of(measure.utilisation(client, flavors, start, end, options)), len(
+            hours(floor_hour(start), ceil_hour(end)))
+    fingerprint = util_fingerprint(options, flavors)
+    by_rev = coverage_by_rev(client, UTIL, fingerprint, start, end)
+    use = final_hours(_latest(by_rev), late_allowance)
+    clean = sorted(rev for rev, covered in by_rev.items() if all(use.get(hour) == rev for hour in covered))
+    plan_: list[tuple[list[int], datetime, datetime]] = [
+        (clean[i:i + REV_BATCH], start, end) for i in range(0, len(clean), REV_BATCH)]
+    for rev in sorted(set(use.values()) - set(clean)):
+        plan_ += [([rev], a, b) for a, b in _ranges(h for h, r in use.items() if r == rev)]
+    slot_of = {name: i for i, name in enumerate(UTIL_FIELDS)}
+    sums: dict[tuple[str, str], list[int]] = {}
+    for revs, a, b in plan_:
+        for series in client.instant(_sum_query(fingerprint, revs, int((b - a).total_seconds())), b):
+            i = slot_of.get(series.labels.get("field", ""))
+            if i is None or not series.samples:
+                continue
+            value = series.samples[-1].value
+            if not (value.is_finite() and value == value.to_integral_value() and 0 <= value < EXACT_LIMIT):
+                # Not an exact integer sum (a partial sum may have passed 2**53): read the hours instead.
+                return totals_of(utilisation(client, flavors, start, end, options,
+                                             late_allowance=late_allowance)[0]), len(hours(start, end)) - len(use)
+            into = sums.setdefault((series.labels.get("tenant", ""), series.labels.get("flavor", "")),
+                                   [0] * len(UTIL_FIELDS))
+            into[i] += int(value)
+    # The per-query sums are added as Python integers (exact); thousandths back to 0.001-quantized Decimals.
+    out: dict[tuple[str, str], list[Decimal]] = {
+        key: [Decimal(v).scaleb(-3) for v in values] for key, values in sums.items()}
+    missing = [h for h in hours(start, end) if h not in use]
+    for lower, upper in _ranges(missing):
+        for key, values in totals_of(measure.utilisation(client, flavors, lower, upper, options)).items():
+            into_ = out.setdefault(key, [Decimal(0)] * len(UTIL_FIELDS))
+            for i, value in enumerate(values):
+                into_[i] += value
+    return {key: tuple(values) for key, values in sorted(out.items())}, len(missing)

@@ -104,22 +104,19 @@ def idle_findings(start: datetime, end: datetime, *, tenants: list[str] | None =
 
 def utilisation(start: datetime, end: datetime, *, tenants: list[str] | None = None,
                 client: RangeQuerier | None = None) -> list[dict[str, Any]]:
-    """Per tenant x flavor over [start, end) (whole hours): allocated, active, efficiency, memory."""
-    rows, _ = rollup.utilisation(client or billing_collect.metrics_client(), billing_collect.flavor_specs(),
-                                 start, end, options(), late_allowance=late_allowance())
-    totals: dict[tuple[str, str], list[Decimal]] = defaultdict(lambda: [Decimal(0)] * 5)
-    for row in rows:
-        if tenants is not None and row.tenant_slug not in tenants:
+    """Per tenant x flavor over [start, end) (whole hours): allocated, active, efficiency, memory. The
+    rolled-up hours are summed inside the TSDB (`rollup.utilisation_totals`): nothing here needs them per hour."""
+    totals, _ = rollup.utilisation_totals(client or billing_collect.metrics_client(), billing_collect.flavor_specs(),
+                                          start, end, options(), late_allowance=late_allowance())
+    out = []
+    for (tenant, flavor), (a, ga, act, gact, mem) in sorted(totals.items()):  # rollup.UTIL_FIELDS' order
+        if tenants is not None and tenant not in tenants:
             continue
-        acc = totals[(row.tenant_slug, row.flavor)]
-        for i, value in enumerate((row.allocated_seconds, row.active_seconds, row.allocated_gpu_equivalent_seconds,
-                                   row.active_gpu_equivalent_seconds, row.memory_mib_seconds)):
-            acc[i] += value
-    return [{"tenant": tenant, "flavor": flavor, "allocated_seconds": a, "active_seconds": act,
-             "efficiency": (act / a).quantize(Decimal("0.0001")) if a else None,
-             "allocated_gpu_equivalent_seconds": ga, "active_gpu_equivalent_seconds": gact,
-             "average_memory_mib": (mem / a).quantize(Decimal("0.1")) if a else None}
-            for (tenant, flavor), (a, act, ga, gact, mem) in sorted(totals.items())]
+        out.append({"tenant": tenant, "flavor": flavor, "allocated_seconds": a, "active_seconds": act,
+                    "efficiency": (act / a).quantize(Decimal("0.0001")) if a else None,
+                    "allocated_gpu_equivalent_seconds": ga, "active_gpu_equivalent_seconds": gact,
+                    "average_memory_mib": (mem / a).quantize(Decimal("0.1")) if a else None})
+    return out
 
 
 def late_allowance() -> timedelta:

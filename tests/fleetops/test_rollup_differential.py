@@ -17,6 +17,7 @@ from decimal import Decimal
 
 import pytest
 
+from billing.metering.usage import MeteringInputError
 from infra.metrics import MetricsClient
 from scheduling.fleetops import measure, rollup
 from scheduling.fleetops.promql import Thresholds
@@ -151,3 +152,40 @@ def test_an_hour_ending_at_midnight_rolled_up_alone_is_read(metrics) -> None:  #
     rows = measure.utilisation(client, FLAVORS, start, end, OPTIONS)
     assert any(r.tenant_slug == "m1" for r in rows)
     assert rollup.utilisation(client, FLAVORS, start, end, OPTIONS) == (rows, 2)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_utilisation_totals_summed_inside_the_tsdb_equal_the_raw_path(metrics, seed: int) -> None:  # type: ignore[no-untyped-def]
+    """Totals per tenant x flavor summed by VictoriaMetrics over runs (revs) of roll-ups: a rev superseded for
+    one of its hours, a rev not final yet, data of a run that never recorded its coverage, windows not on
+    the runs' edges. Summing any rev over an hour it does not stand for counts that hour twice (or a
+    non-final one) and fails the comparison."""
+    metrics.import_prometheus(_trace(seed))
+    client = MetricsClient(metrics.url)
+    h = [T0 + timedelta(hours=i) for i in range(HOURS + 1)]
+    assert rollup.rollup_utilisation(client, FLAVORS, h[0], h[3], OPTIONS, LATER) == 3  # rev A: hours 0-2
+    # Hour 1 recomputed later (rev B > A): A still stands for hours 0 and 2, not for hour 1.
+    assert rollup.rollup_utilisation(client, FLAVORS, h[1], h[2], OPTIONS, LATER + timedelta(minutes=1)) == 1
+    # Hour 3 rolled up before it was final (measured raw), hour 4 never rolled up.
+    assert rollup.rollup_utilisation(client, FLAVORS, h[3], h[4], OPTIONS,
+                                     h[4] + timedelta(minutes=30)) == 1
+    fingerprint = rollup.util_fingerprint(OPTIONS, FLAVORS)
+    # A run that wrote its data and died before its coverage: never summed.
+    orphan = rollup.util_lines(measure.utilisation(client, FLAVORS, h[0], h[2], OPTIONS), fingerprint,
+                               rollup._ms(LATER) + 10 ** 6)
+    client.import_json_lines(orphan)
+    by_rev = rollup.coverage_by_rev(client, rollup.UTIL, fingerprint, T0, END)
+    assert len(by_rev) == 3 and sorted(len(v) for v in by_rev.values()) == [1, 1, 3]
+    for start, end, raw_hours in ((h[0], h[5], 2), (h[1], h[3], 0), (h[2], h[5], 2), (h[0], h[1], 0),
+                                  (h[1], h[2], 0)):
+        want = rollup.totals_of(measure.utilisation(client, FLAVORS, start, end, OPTIONS))
+        assert want, "the trace has allocations"
+        assert rollup.utilisation_totals(client, FLAVORS, start, end, OPTIONS) == (want, raw_hours)
+        # ... and the per-hour reader agrees with both.
+        rows, _ = rollup.utilisation(client, FLAVORS, start, end, OPTIONS)
+        assert rollup.totals_of(rows) == want
+    # Not on whole hours: refused, as by the per-hour path (billing measures whole hours).
+    odd = (h[0] + timedelta(minutes=30), h[2])
+    for reader in (rollup.utilisation, rollup.utilisation_totals):
+        with pytest.raises(MeteringInputError, match="whole hour"):
+            reader(client, FLAVORS, *odd, OPTIONS)
