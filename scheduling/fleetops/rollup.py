@@ -53,7 +53,9 @@ from . import measure
 from .promql import MASK_SLOTS, ActivityQueries
 
 HOUR = timedelta(hours=1)
-FORMAT = 1  # bump when what is stored changes: older roll-ups then no longer match any fingerprint
+# Bump when what is stored changes: older roll-ups then no longer match any fingerprint. Per kind, so a
+# change to one leaves the other's roll-ups valid (idle 2: run pieces, `part="run"` / `"run_peak"`).
+IDLE_FORMAT, UTIL_FORMAT = 2, 1
 IDLE_METRIC, UTIL_METRIC, COVERAGE_METRIC = "gpufleet_idle_rollup", "gpufleet_util_rollup", "gpufleet_rollup_coverage"
 IDLE, UTIL = "idle", "util"
 DEFAULT_LATE_ALLOWANCE = timedelta(hours=1)
@@ -64,6 +66,9 @@ THOUSANDTHS = Decimal(1000)
 EXACT_LIMIT = 2 ** 53
 # Hours of recorded series per read query (keeps each answer well inside -search.maxUniqueTimeseries).
 READ_CHUNK_HOURS = 24 * 7
+# A run of this many slots holds a whole aligned block of MASK_SLOTS slots wherever it starts: every run a
+# report with such a minimum keeps has a block wholly inside it (its peak memory is the blocks' maximum).
+LONG_SLOTS = 2 * MASK_SLOTS - 1
 # Revs named in one summing query (13-digit numbers: ~3 KB of regex, well inside -search.maxQueryLen).
 REV_BATCH = 200
 DEFAULT_OPTIONS = measure.Options()
@@ -88,22 +93,22 @@ def _hash(payload: object) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def _settings(options: measure.Options) -> dict[str, object]:
+def _settings(options: measure.Options, fmt: int) -> dict[str, object]:
     return {"s": options.scrape_interval, "n": options.max_gap_scrapes, "metric": options.usage_metric,
-            "share": options.share_rule, "dialect": options.dialect, "format": FORMAT, "mask": MASK_SLOTS}
+            "share": options.share_rule, "dialect": options.dialect, "format": fmt, "mask": MASK_SLOTS}
 
 
 def idle_fingerprint(options: measure.Options, groups: Iterable[measure.ThresholdGroup]) -> str:
     """The scrape settings and every threshold group (thresholds and tenant namespaces)."""
     spec = sorted([str(g.thresholds.engine), str(g.thresholds.dram), str(g.thresholds.gpu_util),
                    None if g.namespaces is None else sorted(g.namespaces)] for g in groups)
-    return _hash({"kind": IDLE, **_settings(options), "groups": spec})
+    return _hash({"kind": IDLE, **_settings(options, IDLE_FORMAT), "groups": spec})
 
 
 def util_fingerprint(options: measure.Options, flavors: Sequence[FlavorSpec]) -> str:
     """The scrape settings and the flavor catalog (names, models and weights are in the stored rows)."""
     spec = sorted([f.name, f.mode, f.model_name, str(f.weight), f.mig_profile] for f in flavors)
-    return _hash({"kind": UTIL, **_settings(options), "flavors": spec})
+    return _hash({"kind": UTIL, **_settings(options, UTIL_FORMAT), "flavors": spec})
 
 
 # -- time helpers -------------------------------------------------------------------------------------
@@ -277,9 +282,43 @@ def idle_lines(bits: dict[tuple[str, ...], measure.SlotBits], options: measure.O
                 series["peak"][0].append(float(slot_bits.peaks[end_t]))
                 series["peak"][1].append(_stamp(end_t * 1000))
             block += 1
+        if pieces_apply(options):
+            series |= _pieces(slot_bits, s)
         for part, (values, stamps) in series.items():
             if values:
                 yield _line(labels | {"part": part}, values, stamps)
+
+
+def pieces_apply(options: measure.Options) -> bool:
+    """Run pieces are recorded and read when blocks tile hours (a piece then holds whole blocks only)."""
+    return 3600 % (options.scrape_interval * MASK_SLOTS) == 0
+
+
+def _pieces(slot_bits: measure.SlotBits, s: int) -> dict[str, tuple[list[int | float], list[int]]]:
+    """The allocation's idle runs cut at hour edges, for reports with a minimum of at least LONG_SLOTS:
+    `part="run"`, stamped 1 ms before the piece's end, value = 2 x its length in slots + 1 when a slot of it
+    is idle by the profiling signal; `part="run_peak"`, the peak MiB over the blocks wholly inside it (when
+    one is). Only pieces that can belong to such a run are kept: at least LONG_SLOTS long, or touching an
+    hour edge (the run may go on in the next or previous hour). A piece lies in one hour, so a reader takes
+    it from the rev it takes for that hour, as it does block masks."""
+    hour_slots, block = 3600 // s, s * MASK_SLOTS
+    runs: tuple[list[int | float], list[int]] = ([], [])
+    peaks: tuple[list[int | float], list[int]] = ([], [])
+    for first, length in measure._ones(slot_bits.idle):
+        a, run_end = slot_bits.base + first, slot_bits.base + first + length
+        while a < run_end:
+            b = min(run_end, (a // hour_slots + 1) * hour_slots)
+            if b - a >= LONG_SLOTS or a % hour_slots == 0 or b % hour_slots == 0:
+                prof = (slot_bits.profiling >> (a - slot_bits.base)) & ((1 << (b - a)) - 1)
+                stamp = _stamp(b * s * 1000)
+                runs[0].append(2 * (b - a) + (1 if prof else 0))
+                runs[1].append(stamp)
+                inside = [v for t, v in slot_bits.peaks.items() if a * s <= t - block and t <= b * s]
+                if inside:
+                    peaks[0].append(float(max(inside)))
+                    peaks[1].append(stamp)
+            a = b
+    return {"run": runs, "run_peak": peaks}
 
 
 def _record(client: RollupClient, lines: Iterable[str], kind: str, fingerprint: str, rev: int,
@@ -329,9 +368,9 @@ def _stored_bits(client: Reader, fingerprint: str, use: dict[datetime, int],
     # Per allocation: {global block number: mask} per part, and peaks; one integer per part at the end.
     masks: dict[tuple[str, ...], dict[str, dict[int, int]]] = {}
     peaks: dict[tuple[str, ...], dict[int, Decimal]] = defaultdict(dict)
-    selector = f'{{__name__="{IDLE_METRIC}", fingerprint="{fingerprint}"}}'
+    selector = f'{{__name__="{IDLE_METRIC}", fingerprint="{fingerprint}", part=~"profiling|gpu_util|peak"}}'
     for labels, rev, values, stamps in _export(client, selector, use):
-        key = tuple(labels.get(name, "") for name in DCGM_IDENTITY)
+        key = tuple([labels.get(name, "") for name in DCGM_IDENTITY])
         part = labels.get("part", "")
         into = masks.setdefault(key, {}).setdefault(part, {}) if part != "peak" else None
         for value, stamp in zip(values, stamps, strict=True):
@@ -362,6 +401,67 @@ def _stored_bits(client: Reader, fingerprint: str, use: dict[datetime, int],
     return out
 
 
+Piece = tuple[int, int, bool, Decimal | None]  # first slot, end slot, profiling, peak MiB of its whole blocks
+
+
+def _stored_pieces(client: Reader, fingerprint: str, use: dict[datetime, int],
+                   options: measure.Options) -> dict[tuple[str, ...], list[Piece]]:
+    """Recorded run pieces (`_pieces`) of the hours in `use` (hour -> the rev to take), per allocation,
+    in time order."""
+    s = options.scrape_interval
+    revs = {int(hour.timestamp()): rev for hour, rev in use.items()}
+    runs: dict[tuple[str, ...], dict[int, int]] = {}
+    peaks: dict[tuple[str, ...], dict[int, Decimal]] = {}
+    selector = f'{{__name__="{IDLE_METRIC}", fingerprint="{fingerprint}", part=~"run|run_peak"}}'
+    for labels, rev, values, stamps in _export(client, selector, use):
+        key = tuple([labels.get(name, "") for name in DCGM_IDENTITY])
+        is_run = labels.get("part") == "run"
+        into: dict = (runs if is_run else peaks).setdefault(key, {})
+        for value, stamp in zip(values, stamps, strict=True):
+            if revs.get(stamp // 3_600_000 * 3600) != rev:
+                continue  # another (older) run's roll-up of this hour, or an hour not asked for
+            end_slot = (stamp + 1) // 1000 // s
+            if is_run:
+                into[end_slot] = int(value)
+            else:
+                into[end_slot] = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+    out: dict[tuple[str, ...], list[Piece]] = {}
+    for key, by_end in runs.items():
+        held = peaks.get(key, {})
+        out[key] = [(b - (v >> 1), b, bool(v & 1), held.get(b)) for b, v in sorted(by_end.items())]
+    return out
+
+
+def _pieces_as_bits(pieces: list[Piece], s: int) -> measure.SlotBits:
+    """Pieces as slot bits (`runs_from_bits` joins them with measured or clipped bits of other hours): every
+    slot of a profiling piece counts as profiling (a run's signal asks only whether one is), its peak is put
+    on the end of its first whole block (the run's peak is the maximum over its whole blocks)."""
+    base = pieces[0][0]
+    idle = profiling = 0
+    peaks: dict[int, Decimal] = {}
+    for a, b, prof, peak in pieces:
+        bits = ((1 << (b - a)) - 1) << (a - base)
+        idle |= bits
+        if prof:
+            profiling |= bits
+        if peak is not None:
+            peaks[(-(-a // MASK_SLOTS) + 1) * MASK_SLOTS * s] = peak
+    return measure.SlotBits(base, idle, profiling, peaks)
+
+
+def _joined(pieces: list[Piece]) -> Iterator[tuple[int, int, bool, Decimal | None]]:
+    """Runs of adjacent pieces: (first slot, end slot, profiling, peak over the pieces' whole blocks)."""
+    a, b, prof, peak = pieces[0]
+    for a2, b2, prof2, peak2 in pieces[1:]:
+        if a2 == b:
+            b, prof = b2, prof or prof2
+            peak = peak2 if peak is None else (peak if peak2 is None else max(peak, peak2))
+            continue
+        yield a, b, prof, peak
+        a, b, prof, peak = a2, b2, prof2, peak2
+    yield a, b, prof, peak
+
+
 def _clip(bits: measure.SlotBits, first_slot: int, end_slot: int) -> None:
     lo, hi = max(first_slot - bits.base, 0), max(end_slot - bits.base, 0)
     window = ((1 << hi) - 1) ^ ((1 << lo) - 1) if hi > lo else 0
@@ -373,10 +473,16 @@ def idle_runs(client: Reader, flavors: Sequence[FlavorSpec], start: datetime, en
               options: measure.Options = DEFAULT_OPTIONS,
               groups: Sequence[measure.ThresholdGroup] = DEFAULT_GROUPS, *,
               namespaces: frozenset[str] | None = None,
-              late_allowance: timedelta = DEFAULT_LATE_ALLOWANCE) -> tuple[list[measure.IdleRun], int]:
-    """`measure.idle_runs` (same runs), reading final roll-ups where they exist. `groups` are the fleet's
-    threshold groups (they select the roll-ups); `namespaces`: only these tenant namespaces. Returns the
-    runs and the number of whole hours that had to be measured from raw samples."""
+              late_allowance: timedelta = DEFAULT_LATE_ALLOWANCE,
+              min_seconds: int = 0) -> tuple[list[measure.IdleRun], int]:
+    """`measure.idle_runs` (same runs) of at least `min_seconds`, reading final roll-ups where they exist.
+    `groups` are the fleet's threshold groups (they select the roll-ups); `namespaces`: only these tenant
+    namespaces. Returns the runs and the number of whole hours that had to be measured from raw samples.
+
+    With a minimum of at least LONG_SLOTS slots (the fleet default, 60 min at 30 s, is 120) the whole hours
+    inside the window are read as run pieces: the TSDB hands over only the pieces that can belong to such a
+    run, by label (`part="run"`), a few values per idle stretch instead of every block mask. Edge hours of a
+    window not on whole hours are read as block masks and clipped; hours without a final roll-up are measured."""
     measure.check_window(start, end)
     s = options.scrape_interval
     start, end = measure._slot_floor(start, s), measure._slot_floor(end, s)
@@ -384,12 +490,21 @@ def idle_runs(client: Reader, flavors: Sequence[FlavorSpec], start: datetime, en
         raise MeteringInputError("end", f"window is shorter than one scrape interval ({s} s)")
     groups = list(groups)
     index = FlavorIndex(flavors)
+    min_slots = -(-max(min_seconds, 0) // s)
     first_hour, last_hour = floor_hour(start), ceil_hour(end)
     fingerprint = idle_fingerprint(options, groups)
     use = final_hours(coverage(client, IDLE, fingerprint, first_hour, last_hour), late_allowance)
-    bits = _stored_bits(client, fingerprint, use, options) if use else {}
+    pieces: dict[tuple[str, ...], list[Piece]] = {}
+    if min_slots >= LONG_SLOTS and pieces_apply(options):
+        whole = {h: rev for h, rev in use.items() if start <= h and h + HOUR <= end}
+        pieces = _stored_pieces(client, fingerprint, whole, options) if whole else {}
+        masked = {h: rev for h, rev in use.items() if h not in whole}
+    else:
+        masked = use
+    bits = _stored_bits(client, fingerprint, masked, options) if masked else {}
     if namespaces is not None:
         bits = {k: v for k, v in bits.items() if k[0] in namespaces}
+        pieces = {k: v for k, v in pieces.items() if k[0] in namespaces}
     raw_groups = groups if namespaces is None else _narrow(groups, namespaces)
     missing = [h for h in hours(first_hour, last_hour) if h not in use]
     for lower, upper in _ranges(missing):
@@ -402,7 +517,31 @@ def idle_runs(client: Reader, flavors: Sequence[FlavorSpec], start: datetime, en
     for slot_bits in bits.values():
         _clip(slot_bits, first_slot, end_slot)
     hami_devices = measure._hami_devices(client, ActivityQueries(options.query_settings()), start, end)
-    runs = measure.runs_from_bits(bits, index, options, hami_devices, int(end.timestamp()))
+    window_end = int(end.timestamp())
+    runs = []
+    doubtful: set[tuple[str, ...]] = set()
+    for key, own in pieces.items():
+        if key in bits:  # also edge or raw hours: joined with those slots as bits
+            bits[key].merge(_pieces_as_bits(own, s))
+            continue
+        who = measure.allocation(key, index, hami_devices)
+        if who is None:
+            continue
+        found = []
+        for a, b, prof, peak in _joined(own):
+            if b - a >= min_slots:
+                if peak is None:  # no peak of a whole block (FB_USED absent): the masks' peaks decide
+                    doubtful.add(key)
+                    break
+                found.append(measure.idle_run(who, a * s, b * s, prof, window_end, peak))
+        if key not in doubtful:
+            runs += found
+    if doubtful:  # rare: read these allocations' block masks of the hours their pieces lie in
+        spans = {_at(a * s - a * s % 3600) for key in doubtful for a, _, _, _ in pieces[key]}
+        more = _stored_bits(client, fingerprint, {h: use[h] for h in spans}, options)
+        for key in doubtful:
+            bits[key] = more[key]
+    runs += measure.runs_from_bits(bits, index, options, hami_devices, window_end, min_slots)
     if hami_devices:  # HAMi shares: always the raw per-slot path (not rolled up)
         named = tuple(ns for g in raw_groups if g.namespaces is not None for ns in g.namespaces)
         for group in raw_groups:
@@ -410,7 +549,8 @@ def idle_runs(client: Reader, flavors: Sequence[FlavorSpec], start: datetime, en
                 continue
             queries = ActivityQueries(options.query_settings(), group.thresholds, namespaces=group.namespaces,
                                       exclude=named if group.namespaces is None else ())
-            runs += measure._runs_of(client, queries, index, start, end, s, True)
+            runs += [r for r in measure._runs_of(client, queries, index, start, end, s, True)
+                     if r.idle_seconds >= min_seconds]
     # IdleRun's dataclass order, by a key tuple (comparing 60,000 dataclasses field by field is slow).
     runs.sort(key=lambda r: (r.start, r.tenant_slug, r.namespace, r.pod, r.container, r.device, r.mig_instance,
                              r.flavor, r.mode, r.signal, r.end, r.ongoing, r.idle_seconds, r.memory_mib))

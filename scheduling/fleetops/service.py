@@ -74,8 +74,12 @@ def idle_findings(start: datetime, end: datetime, *, tenants: list[str] | None =
     specs = billing_collect.flavor_specs()
     # The fleet's groups select the roll-ups; a tenant filter narrows what is read and measured raw.
     wanted = None if tenants is None else frozenset(f"{measure.TENANT_PREFIX}{slug}" for slug in tenants)
+    # Runs shorter than every minimum that applies are never findings: the roll-up reader may leave them out.
+    shortest = min_idle_minutes if min_idle_minutes is not None else min(
+        [fleet.min_idle_minutes, *(per_tenant[t] for t in (per_tenant if tenants is None else
+                                                            set(tenants) & set(per_tenant)))])
     runs, _ = rollup.idle_runs(client or billing_collect.metrics_client(), specs, start, end, options(), groups,
-                               namespaces=wanted, late_allowance=late_allowance())
+                               namespaces=wanted, late_allowance=late_allowance(), min_seconds=shortest * 60)
     currency = billing_conf.text("GPUFLEET_BILLING_CURRENCY")
     prices = _price_table(currency)
     modes = {s.name: s.mode for s in specs}

@@ -36,8 +36,9 @@ def _key(run: measure.IdleRun) -> tuple:
             run.signal, run.start, run.end, run.ongoing, run.idle_seconds, run.memory_mib)
 
 
-def _raw(client, start, end, groups) -> list[tuple]:  # type: ignore[no-untyped-def]
-    return sorted(_key(r) for r in measure.idle_runs(client, FLAVORS, start, end, OPTIONS, groups))
+def _raw(client, start, end, groups, min_seconds: int = 0) -> list[tuple]:  # type: ignore[no-untyped-def]
+    return sorted(_key(r) for r in measure.idle_runs(client, FLAVORS, start, end, OPTIONS, groups)
+                  if r.idle_seconds >= min_seconds)
 
 
 def _rolled(client, start, end, groups, **kwargs) -> tuple[list[tuple], int]:  # type: ignore[no-untyped-def]
@@ -189,3 +190,80 @@ def test_utilisation_totals_summed_inside_the_tsdb_equal_the_raw_path(metrics, s
     for reader in (rollup.utilisation, rollup.utilisation_totals):
         with pytest.raises(MeteringInputError, match="whole hour"):
             reader(client, FLAVORS, *odd, OPTIONS)
+
+
+# Minimums the run-piece reader serves (at least LONG_SLOTS slots: 40 min at 30 s) and one it does not.
+MINIMUMS = (rollup.LONG_SLOTS * INTERVAL, 3600, 30 * 60)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_idle_runs_with_a_minimum_from_run_pieces_equal_the_raw_path(metrics, seed: int) -> None:  # type: ignore[no-untyped-def]
+    """Reports with a minimum duration read recorded run pieces for whole hours (block masks for edge hours,
+    raw samples for hours not rolled up): the same runs of at least the minimum as the raw path, across
+    revs (hours rolled up alone, together, twice, later again over part of an earlier run), windows not on
+    whole hours, one tenant, and a window where every hour is raw."""
+    metrics.import_prometheus(_trace(seed))
+    client = MetricsClient(metrics.url)
+    h = [T0 + timedelta(hours=i) for i in range(HOURS + 1)]
+    for a, b, now in ((0, 3, LATER), (3, 4, LATER), (3, 4, LATER), (1, 2, LATER + timedelta(minutes=1))):
+        rollup.rollup_idle(client, h[a], h[b], OPTIONS, DEFAULT, now)
+    windows = ((h[0], h[5]), (h[1], h[4]), (h[0] + timedelta(minutes=77, seconds=30), h[3] + timedelta(minutes=41)),
+               (h[0] + timedelta(minutes=13), h[5] - timedelta(minutes=7, seconds=15)), (h[2], h[4]))
+    long_runs = 0
+    for minimum in MINIMUMS:
+        for start, end in windows:
+            want = _raw(client, start, end, DEFAULT, minimum)
+            long_runs += len(want)
+            got, raw_hours = _rolled(client, start, end, DEFAULT, min_seconds=minimum)
+            assert got == want, (minimum, start, end)
+            assert raw_hours == sum(1 for hour in rollup.hours(rollup.floor_hour(start), rollup.ceil_hour(end))
+                                    if hour >= h[4])
+        only = frozenset({"tenant-t1"})
+        assert _rolled(client, T0, END, DEFAULT, min_seconds=minimum, namespaces=only)[0] == [
+            r for r in _raw(client, T0, END, DEFAULT, minimum) if r[0] == "t1"]
+    assert long_runs, "the trace has runs of at least the minimums"
+
+
+def test_run_pieces_are_what_a_report_reads_for_whole_hours(metrics) -> None:  # type: ignore[no-untyped-def]
+    """The piece reader really is used (a report reading masks for those hours would pass the test above
+    too): with the pieces of one hour deleted from the TSDB, a report with a minimum loses that hour's
+    runs, one without a minimum (masks) does not."""
+    metrics.import_prometheus(_trace(3))
+    client = MetricsClient(metrics.url)
+    rollup.rollup_idle(client, T0, END, OPTIONS, DEFAULT, LATER)
+    minimum = 3600
+    want = _raw(client, T0, END, DEFAULT, minimum)
+    assert want and _rolled(client, T0, END, DEFAULT, min_seconds=minimum) == (want, 0)
+    fingerprint = rollup.idle_fingerprint(OPTIONS, DEFAULT)
+    pieces = rollup._stored_pieces(client, fingerprint, rollup.coverage(client, rollup.IDLE, fingerprint, T0, END),
+                                   OPTIONS)
+    assert sum(len(v) for v in pieces.values()) < sum(
+        1 for line in client.export_lines(f'{{__name__="{rollup.IDLE_METRIC}"}}', T0, END)
+        for _ in __import__("json").loads(line)["values"]) / 2, "pieces are fewer than block masks and peaks"
+    metrics._session.post(f"{metrics.url}/api/v1/admin/tsdb/delete_series",
+                          data={"match[]": f'{{__name__="{rollup.IDLE_METRIC}", part=~"run|run_peak"}}'},
+                          timeout=60).raise_for_status()
+    metrics._session.get(f"{metrics.url}/internal/resetRollupResultCache", timeout=10)
+    assert _rolled(client, T0, END, DEFAULT, min_seconds=minimum) == ([], 0)
+    assert _rolled(client, T0, END, DEFAULT)[0] == _raw(client, T0, END, DEFAULT)
+
+
+def test_a_run_changing_signal_across_hours_keeps_the_profiling_signal(metrics) -> None:  # type: ignore[no-untyped-def]
+    """One idle run over three hours: profiling metrics first, then only GPU_UTIL (an exporter restarted
+    without profiling). Its pieces are rolled up hour by hour; joined, the run is one `profiling` run, as
+    the raw path says (a slot of it was idle by the profiling signal)."""
+    start, end = T0, T0 + timedelta(hours=4)
+    tl = Timeline(start=start, end=end, interval=INTERVAL, phase=7)
+    gpu = Gpu("GPU-SW", FLAVORS[0].model_name, index=7, holds=(Hold("tenant-sw", "pod-sw", start, end),))
+    switch = start + timedelta(hours=1, minutes=30)
+    metrics.import_prometheus(gpu_activity_lines(tl, gpu, (
+        Activity(start, start + timedelta(minutes=40), engine=0.5, dram=0.5),
+        Activity(start + timedelta(minutes=40), switch, engine=0.0, dram=0.0, fb_mib=512),
+        Activity(switch, start + timedelta(hours=2, minutes=20), engine=None, dram=None, util=1.0, fb_mib=640),
+        Activity(start + timedelta(hours=2, minutes=20), end, engine=None, dram=None, util=90.0))))
+    client = MetricsClient(metrics.url)
+    for hour in rollup.hours(start, end):
+        rollup.rollup_idle(client, hour, hour + timedelta(hours=1), OPTIONS, DEFAULT, LATER)
+    want = _raw(client, start, end, DEFAULT, 3600)
+    assert [(r[7], r[11]) for r in want] == [("profiling", 100 * 60)]
+    assert _rolled(client, start, end, DEFAULT, min_seconds=3600) == (want, 0)
