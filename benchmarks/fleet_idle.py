@@ -20,15 +20,18 @@ Python process and of VictoriaMetrics, from /proc):
    (`scheduling.fleetops.rollup.rollup_utilisation` + `rollup_idle`, per-slot work inside the TSDB, results
    recorded back into it);
 2. the backfill of the rest of the window, a day per call (what `gpufleet fleet rollup` does);
-3. the month report reading the roll-ups (`rollup.utilisation`: per tenant x flavor x hour; `rollup.idle_runs`
-   with a 60-minute minimum applied): the figure against the target, <= 10 s on 2 cores.
+3. the month report reading the roll-ups (`rollup.utilisation_totals`: per tenant x flavor, summed inside
+   the TSDB; `rollup.idle_runs` with the 60-minute minimum: run pieces): the figure against the target,
+   <= 10 s on 2 cores.
 
 The report's numbers are checked exactly against the generated timeline (findings, idle seconds, allocated
 seconds); `--raw` also times the raw report (`measure.utilisation` + `measure.idle_runs`, no roll-ups) and
-checks that rows and runs are equal. Exits 1 when a check fails, the target is missed, or less than half the
-report's time is spent waiting for the TSDB. Options: --days N (default 30), --single-hours N, --raw,
---report-repeats N, --data DIR (keep VictoriaMetrics' storage in DIR and reuse it on the next run with the
-same --days: the untimed import of a month takes minutes; roll-ups already final there are not redone).
+checks that the totals and the runs of at least 60 minutes are equal, and (untimed) that the per-hour rows
+and every run of any length read from the roll-ups are equal too. Exits 1 when a check fails, the target
+is missed, or less than half the report's time is spent waiting for the TSDB. Options: --days N (default
+30), --single-hours N, --raw, --report-repeats N, --data DIR (keep VictoriaMetrics' storage in DIR and
+reuse it on the next run with the same --days: the untimed import of a month takes minutes; roll-ups
+already final there are not redone).
 """
 
 from __future__ import annotations
@@ -328,20 +331,23 @@ def main() -> int:
             repeats = []
             for _ in range(max(1, args.report_repeats)):
                 with Phase(client, pid) as util_phase:
-                    rows, util_raw_hours = rollup.utilisation(client, flavors, START, end_dt, options)
+                    totals, util_raw_hours = rollup.utilisation_totals(client, flavors, START, end_dt, options)
                 with Phase(client, pid) as idle_phase:
-                    all_runs, idle_raw_hours = rollup.idle_runs(client, flavors, START, end_dt, options, groups)
+                    runs, idle_raw_hours = rollup.idle_runs(client, flavors, START, end_dt, options, groups,
+                                                            min_seconds=MIN_IDLE_S)
                 repeats.append((util_phase.wall + idle_phase.wall, util_phase, idle_phase))
                 print(f"  report repeat: {repeats[-1][0]:.2f} s wall, CPU Python "
                       f"{util_phase.python + idle_phase.python:.2f} s, VictoriaMetrics "
                       f"{util_phase.vm + idle_phase.vm:.2f} s, load {_load()}", flush=True)
             _, util_phase, idle_phase = sorted(repeats, key=lambda r: r[0])[len(repeats) // 2]
-            runs = [r for r in all_runs if r.idle_seconds >= MIN_IDLE_S]
             raw_phase = None
             if args.raw:
                 with Phase(client, pid) as raw_phase:
                     raw_rows = measure.utilisation(client, flavors, START, end_dt, options)
                     raw_runs = measure.idle_runs(client, flavors, START, end_dt, options, groups)
+                # Untimed: the per-hour rows and every run (no minimum) from the roll-ups, for the checks.
+                rows, _ = rollup.utilisation(client, flavors, START, end_dt, options)
+                all_runs, _ = rollup.idle_runs(client, flavors, START, end_dt, options, groups)
         finally:
             measure.billing_usage.measure_report = billing.measure_report
             vm.stop()
@@ -358,11 +364,12 @@ def main() -> int:
           f"(of which billing's measure_report {billing_in_rollups:.1f} s wall)")
     total = util_phase.wall + idle_phase.wall
     tsdb = util_phase.tsdb + idle_phase.tsdb
-    allocated = sum((r.allocated_seconds for r in rows), Decimal(0))
-    active = sum((r.active_seconds for r in rows), Decimal(0))
+    allocated = sum((t[0] for t in totals.values()), Decimal(0))  # rollup.UTIL_FIELDS' order
+    active = sum((t[2] for t in totals.values()), Decimal(0))
     idle_seconds = sum(r.idle_seconds for r in runs)
     signals = {sig: sum(1 for r in runs if r.signal == sig) for sig in ("profiling", "gpu_util")}
-    print(f"report: utilisation from roll-ups ({len(rows):,} rows, {util_raw_hours} hours raw): {util_phase.line()}")
+    print(f"report: utilisation from roll-ups ({len(totals):,} tenant x flavor totals, {util_raw_hours} hours raw): "
+          f"{util_phase.line()}")
     print(f"report: idle findings from roll-ups ({len(runs):,} runs >= 60 min; {signals}; "
           f"{idle_raw_hours} hours raw): {idle_phase.line()}")
     share = tsdb / total
@@ -377,8 +384,11 @@ def main() -> int:
     }
     if raw_phase is not None:
         print(f"raw report (no roll-ups), for comparison: {raw_phase.line()}")
+        checks["totals = raw path"] = (totals == rollup.totals_of(raw_rows), True)
         checks["rows = raw path"] = (rows == raw_rows, True)
-        checks["runs = raw path"] = (sorted(all_runs) == sorted(raw_runs), True)
+        checks["runs >= 60 min = raw"] = (sorted(runs) == sorted(r for r in raw_runs if r.idle_seconds >= MIN_IDLE_S),
+                                          True)
+        checks["all runs = raw path"] = (sorted(all_runs) == sorted(raw_runs), True)
     exact = True
     for name, (got, want) in checks.items():
         ok = got == want
