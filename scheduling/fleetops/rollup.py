@@ -261,6 +261,7 @@ def idle_lines(bits: dict[tuple[str, ...], measure.SlotBits], options: measure.O
     """The recorded series of measured idle slots: one line per allocation and part."""
     s = options.scrape_interval
     full = (1 << MASK_SLOTS) - 1
+    hour_slots = 3600 // s  # s divides 3600 (billing's QuerySettings)
     for key, slot_bits in bits.items():
         labels = dict(zip(DCGM_IDENTITY, key, strict=True)) | {
             "__name__": IDLE_METRIC, "fingerprint": fingerprint, "rev": str(rev)}
@@ -271,16 +272,26 @@ def idle_lines(bits: dict[tuple[str, ...], measure.SlotBits], options: measure.O
             p: ([], []) for p in ("profiling", "gpu_util", "peak")}
         block = 0
         while idle >> (block * MASK_SLOTS):
-            end_t = (first_block + (block + 1) * MASK_SLOTS) * s
+            g0 = first_block + block * MASK_SLOTS  # the block's first slot
+            end_t = (g0 + MASK_SLOTS) * s
             mask = (idle >> (block * MASK_SLOTS)) & full
             p = (prof >> (block * MASK_SLOTS)) & full
-            for part, value in (("profiling", p), ("gpu_util", mask & ~p)):
-                if value:
-                    series[part][0].append(_exact(value))
-                    series[part][1].append(_stamp(end_t * 1000))
-            if mask and end_t in slot_bits.peaks:
-                series["peak"][0].append(float(slot_bits.peaks[end_t]))
-                series["peak"][1].append(_stamp(end_t * 1000))
+            # Where 40 slots do not tile an hour (s = 60: 40-minute blocks), a block straddles hour edges: it is
+            # recorded once per hour it has slots in, stamped inside that hour, so a reader takes each hour's
+            # slots from that hour's rev (and finds them when it reads that hour only).
+            lo = 0
+            while mask and lo < MASK_SLOTS:
+                hi = min(MASK_SLOTS, ((g0 + lo) // hour_slots + 1) * hour_slots - g0)
+                here = ((1 << hi) - 1) ^ ((1 << lo) - 1)
+                stamp = _stamp((g0 + hi) * s * 1000)
+                for part, value in (("profiling", p & here), ("gpu_util", mask & ~p & here)):
+                    if value:
+                        series[part][0].append(_exact(value))
+                        series[part][1].append(stamp)
+                if mask & here and end_t in slot_bits.peaks:
+                    series["peak"][0].append(float(slot_bits.peaks[end_t]))
+                    series["peak"][1].append(stamp)
+                lo = hi
             block += 1
         if pieces_apply(options):
             series |= _pieces(slot_bits, s)
@@ -374,14 +385,15 @@ def _stored_bits(client: Reader, fingerprint: str, use: dict[datetime, int],
         part = labels.get("part", "")
         into = masks.setdefault(key, {}).setdefault(part, {}) if part != "peak" else None
         for value, stamp in zip(values, stamps, strict=True):
-            block_end = (stamp + 1) // 1000
-            hour = block_end - block
-            if revs.get(hour - hour % 3600) != rev:
+            # Stamped 1 ms before the end of the block, or of the block's part in one hour (`idle_lines`).
+            if revs.get(stamp // 3_600_000 * 3600) != rev:
                 continue  # another (older) run's roll-up of this hour, or an hour not asked for
+            block_end = -(-((stamp + 1) // 1000) // block) * block
             if into is None:
-                peaks[key][block_end] = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+                peak = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+                peaks[key][block_end] = max(peaks[key].get(block_end, peak), peak)
             else:
-                into[block_end // block] = int(value)
+                into[block_end // block] = into.get(block_end // block, 0) | int(value)
     out: dict[tuple[str, ...], measure.SlotBits] = {}
     for key, by_part in masks.items():
         numbers = [g for blocks in by_part.values() for g in blocks]

@@ -267,3 +267,27 @@ def test_a_run_changing_signal_across_hours_keeps_the_profiling_signal(metrics) 
     want = _raw(client, start, end, DEFAULT, 3600)
     assert [(r[7], r[11]) for r in want] == [("profiling", 100 * 60)]
     assert _rolled(client, start, end, DEFAULT, min_seconds=3600) == (want, 0)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_blocks_straddling_hour_edges_at_a_60_s_scrape(metrics, seed: int) -> None:  # type: ignore[no-untyped-def]
+    """At s = 60 a block is 40 minutes and straddles hour edges: each hour's part of it is recorded inside
+    that hour, so hours rolled up by different runs, or next to raw hours, keep every slot (a block recorded
+    at its end only was read with the rev of its first hour, and missed when only its first hour was read).
+    The 30 s trace read on a 60 s grid: two samples per slot, still exact data for both paths."""
+    metrics.import_prometheus(_trace(seed))
+    client = MetricsClient(metrics.url)
+    options = measure.Options(scrape_interval=60)
+    assert not rollup.pieces_apply(options)
+    rollup.rollup_idle(client, T0 + timedelta(hours=1), T0 + timedelta(hours=2), options, DEFAULT, LATER)
+    rollup.rollup_idle(client, T0 + timedelta(hours=2), T0 + timedelta(hours=4), options, DEFAULT,
+                       LATER + timedelta(minutes=1))
+    for start, end in ((T0, END), (T0 + timedelta(hours=1), T0 + timedelta(hours=3)),
+                       (T0 + timedelta(minutes=70), T0 + timedelta(hours=3, minutes=20))):
+        for minimum in (0, 3600):
+            want = sorted(_key(r) for r in measure.idle_runs(client, FLAVORS, start, end, options, DEFAULT)
+                          if r.idle_seconds >= minimum)
+            runs, raw_hours = rollup.idle_runs(client, FLAVORS, start, end, options, DEFAULT, min_seconds=minimum)
+            assert sorted(_key(r) for r in runs) == want, (start, end, minimum)
+            assert raw_hours == sum(1 for h in rollup.hours(rollup.floor_hour(start), rollup.ceil_hour(end))
+                                    if not T0 + timedelta(hours=1) <= h < T0 + timedelta(hours=4))
