@@ -54,7 +54,7 @@ from .promql import MASK_SLOTS, ActivityQueries
 
 HOUR = timedelta(hours=1)
 # Bump when what is stored changes: older roll-ups then no longer match any fingerprint. Per kind, so a
-# change to one leaves the other's roll-ups valid (idle 2: run pieces, `part="run"` / `"run_peak"`).
+# change to one leaves the other's roll-ups valid (idle 2: run pieces, `part="run"`).
 IDLE_FORMAT, UTIL_FORMAT = 2, 1
 IDLE_METRIC, UTIL_METRIC, COVERAGE_METRIC = "gpufleet_idle_rollup", "gpufleet_util_rollup", "gpufleet_rollup_coverage"
 IDLE, UTIL = "idle", "util"
@@ -69,6 +69,8 @@ READ_CHUNK_HOURS = 24 * 7
 # A run of this many slots holds a whole aligned block of MASK_SLOTS slots wherever it starts: every run a
 # report with such a minimum keeps has a block wholly inside it (its peak memory is the blocks' maximum).
 LONG_SLOTS = 2 * MASK_SLOTS - 1
+# A run piece's two values sit this many ms before the piece's end (inside its last slot, so in its hour).
+RUN_MS, PEAK_MS = 1, 2
 # Revs named in one summing query (13-digit numbers: ~3 KB of regex, well inside -search.maxQueryLen).
 REV_BATCH = 200
 DEFAULT_OPTIONS = measure.Options()
@@ -306,30 +308,30 @@ def pieces_apply(options: measure.Options) -> bool:
 
 
 def _pieces(slot_bits: measure.SlotBits, s: int) -> dict[str, tuple[list[int | float], list[int]]]:
-    """The allocation's idle runs cut at hour edges, for reports with a minimum of at least LONG_SLOTS:
-    `part="run"`, stamped 1 ms before the piece's end, value = 2 x its length in slots + 1 when a slot of it
-    is idle by the profiling signal; `part="run_peak"`, the peak MiB over the blocks wholly inside it (when
-    one is). Only pieces that can belong to such a run are kept: at least LONG_SLOTS long, or touching an
-    hour edge (the run may go on in the next or previous hour). A piece lies in one hour, so a reader takes
-    it from the rev it takes for that hour, as it does block masks."""
+    """The allocation's idle runs cut at hour edges, for reports with a minimum of at least LONG_SLOTS, as
+    one series (`part="run"`: one line per allocation for a reader, not two): per piece, 1 ms before its end,
+    2 x its length in slots + 1 when a slot of it is idle by the profiling signal, and 2 ms before its end
+    the peak MiB over the blocks wholly inside it (when one is). Only pieces that can belong to such a run
+    are kept: at least LONG_SLOTS long, or touching an hour edge (the run may go on in the next or previous
+    hour). A piece lies in one hour, so a reader takes it from the rev it takes for that hour, as it does
+    block masks."""
     hour_slots, block = 3600 // s, s * MASK_SLOTS
-    runs: tuple[list[int | float], list[int]] = ([], [])
-    peaks: tuple[list[int | float], list[int]] = ([], [])
+    values: list[int | float] = []
+    stamps: list[int] = []
     for first, length in measure._ones(slot_bits.idle):
         a, run_end = slot_bits.base + first, slot_bits.base + first + length
         while a < run_end:
             b = min(run_end, (a // hour_slots + 1) * hour_slots)
             if b - a >= LONG_SLOTS or a % hour_slots == 0 or b % hour_slots == 0:
                 prof = (slot_bits.profiling >> (a - slot_bits.base)) & ((1 << (b - a)) - 1)
-                stamp = _stamp(b * s * 1000)
-                runs[0].append(2 * (b - a) + (1 if prof else 0))
-                runs[1].append(stamp)
                 inside = [v for t, v in slot_bits.peaks.items() if a * s <= t - block and t <= b * s]
                 if inside:
-                    peaks[0].append(float(max(inside)))
-                    peaks[1].append(stamp)
+                    values.append(float(max(inside)))
+                    stamps.append(b * s * 1000 - PEAK_MS)
+                values.append(2 * (b - a) + (1 if prof else 0))
+                stamps.append(b * s * 1000 - RUN_MS)
             a = b
-    return {"run": runs, "run_peak": peaks}
+    return {"run": (values, stamps)}
 
 
 def _record(client: RollupClient, lines: Iterable[str], kind: str, fingerprint: str, rev: int,
@@ -422,26 +424,22 @@ def _stored_pieces(client: Reader, fingerprint: str, use: dict[datetime, int],
     in time order."""
     s = options.scrape_interval
     revs = {int(hour.timestamp()): rev for hour, rev in use.items()}
-    runs: dict[tuple[str, ...], dict[int, int]] = {}
-    peaks: dict[tuple[str, ...], dict[int, Decimal]] = {}
-    selector = f'{{__name__="{IDLE_METRIC}", fingerprint="{fingerprint}", part=~"run|run_peak"}}'
+    found: dict[tuple[str, ...], tuple[dict[int, int], dict[int, Decimal]]] = {}
+    selector = f'{{__name__="{IDLE_METRIC}", fingerprint="{fingerprint}", part="run"}}'
+    blank = ("",) * len(DCGM_IDENTITY)
     for labels, rev, values, stamps in _export(client, selector, use):
-        key = tuple([labels.get(name, "") for name in DCGM_IDENTITY])
-        is_run = labels.get("part") == "run"
-        into: dict = (runs if is_run else peaks).setdefault(key, {})
+        key = tuple(map(labels.get, DCGM_IDENTITY, blank))
+        runs, peaks = found.get(key) or found.setdefault(key, ({}, {}))
         for value, stamp in zip(values, stamps, strict=True):
             if revs.get(stamp // 3_600_000 * 3600) != rev:
                 continue  # another (older) run's roll-up of this hour, or an hour not asked for
-            end_slot = (stamp + 1) // 1000 // s
-            if is_run:
-                into[end_slot] = int(value)
+            if stamp % 1000 == 1000 - RUN_MS:
+                runs[(stamp + RUN_MS) // 1000 // s] = int(value)
             else:
-                into[end_slot] = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
-    out: dict[tuple[str, ...], list[Piece]] = {}
-    for key, by_end in runs.items():
-        held = peaks.get(key, {})
-        out[key] = [(b - (v >> 1), b, bool(v & 1), held.get(b)) for b, v in sorted(by_end.items())]
-    return out
+                peak = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+                peaks[(stamp + PEAK_MS) // 1000 // s] = peak
+    return {key: [(b - (v >> 1), b, bool(v & 1), peaks.get(b)) for b, v in sorted(runs.items())]
+            for key, (runs, peaks) in found.items() if runs}
 
 
 def _pieces_as_bits(pieces: list[Piece], s: int) -> measure.SlotBits:
