@@ -31,8 +31,10 @@ in). HAMi shares are not rolled up: their idle runs come from the raw per-slot p
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import operator
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
@@ -195,6 +197,12 @@ def _latest(by_rev: dict[int, set[datetime]]) -> dict[datetime, int]:
         for hour in covered:
             out[hour] = max(out.get(hour, rev), rev)
     return out
+
+
+def _clean_revs(by_rev: dict[int, set[datetime]], use: dict[datetime, int]) -> frozenset[int]:
+    """The revs that are the final, latest roll-up of every hour they rolled up (of those asked about): any
+    sample of theirs in those hours is one to take."""
+    return frozenset(rev for rev, covered in by_rev.items() if all(use.get(hour) == rev for hour in covered))
 
 
 def coverage(client: RangeQuerier, kind: str, fingerprint: str, start: datetime, end: datetime) -> dict[datetime, int]:
@@ -364,11 +372,11 @@ def _export(client: Reader, selector: str,
     evaluation (a range query at one step per block cost VictoriaMetrics 3 CPU-s for the benchmark's month)."""
     for lower, upper in _ranges(use):
         for a, b in _chunks(lower, upper, READ_CHUNK_HOURS):
-            for line in client.export_lines(selector, a, b):
-                if line:
-                    item = json.loads(line)
-                    labels = item["metric"]
-                    yield labels, int(labels.get("rev", "0")), item["values"], item["timestamps"]
+            lines = [line for line in client.export_lines(selector, a, b) if line]
+            # One JSON array per answer: json.loads per line cost more than the rest of a report's decoding.
+            for item in json.loads("[" + ",".join(lines) + "]"):
+                labels = item["metric"]
+                yield labels, int(labels.get("rev", "0")), item["values"], item["timestamps"]
 
 
 def _stored_bits(client: Reader, fingerprint: str, use: dict[datetime, int],
@@ -418,10 +426,11 @@ def _stored_bits(client: Reader, fingerprint: str, use: dict[datetime, int],
 Piece = tuple[int, int, bool, Decimal | None]  # first slot, end slot, profiling, peak MiB of its whole blocks
 
 
-def _stored_pieces(client: Reader, fingerprint: str, use: dict[datetime, int],
-                   options: measure.Options) -> dict[tuple[str, ...], list[Piece]]:
+def _stored_pieces(client: Reader, fingerprint: str, use: dict[datetime, int], options: measure.Options,
+                   clean: frozenset[int] = frozenset()) -> dict[tuple[str, ...], list[Piece]]:
     """Recorded run pieces (`_pieces`) of the hours in `use` (hour -> the rev to take), per allocation,
-    in time order."""
+    in time order. `clean`: revs that are the one to take for every hour they rolled up (`_clean_revs`):
+    their samples need no check per hour."""
     s = options.scrape_interval
     revs = {int(hour.timestamp()): rev for hour, rev in use.items()}
     found: dict[tuple[str, ...], tuple[dict[int, int], dict[int, Decimal]]] = {}
@@ -430,8 +439,9 @@ def _stored_pieces(client: Reader, fingerprint: str, use: dict[datetime, int],
     for labels, rev, values, stamps in _export(client, selector, use):
         key = tuple(map(labels.get, DCGM_IDENTITY, blank))
         runs, peaks = found.get(key) or found.setdefault(key, ({}, {}))
+        checked = rev not in clean
         for value, stamp in zip(values, stamps, strict=True):
-            if revs.get(stamp // 3_600_000 * 3600) != rev:
+            if checked and revs.get(stamp // 3_600_000 * 3600) != rev:
                 continue  # another (older) run's roll-up of this hour, or an hour not asked for
             if stamp % 1000 == 1000 - RUN_MS:
                 runs[(stamp + RUN_MS) // 1000 // s] = int(value)
@@ -503,11 +513,12 @@ def idle_runs(client: Reader, flavors: Sequence[FlavorSpec], start: datetime, en
     min_slots = -(-max(min_seconds, 0) // s)
     first_hour, last_hour = floor_hour(start), ceil_hour(end)
     fingerprint = idle_fingerprint(options, groups)
-    use = final_hours(coverage(client, IDLE, fingerprint, first_hour, last_hour), late_allowance)
+    by_rev = coverage_by_rev(client, IDLE, fingerprint, first_hour, last_hour)
+    use = final_hours(_latest(by_rev), late_allowance)
     pieces: dict[tuple[str, ...], list[Piece]] = {}
     if min_slots >= LONG_SLOTS and pieces_apply(options):
         whole = {h: rev for h, rev in use.items() if start <= h and h + HOUR <= end}
-        pieces = _stored_pieces(client, fingerprint, whole, options) if whole else {}
+        pieces = _stored_pieces(client, fingerprint, whole, options, _clean_revs(by_rev, use)) if whole else {}
         masked = {h: rev for h, rev in use.items() if h not in whole}
     else:
         masked = use
@@ -562,9 +573,11 @@ def idle_runs(client: Reader, flavors: Sequence[FlavorSpec], start: datetime, en
             runs += [r for r in measure._runs_of(client, queries, index, start, end, s, True)
                      if r.idle_seconds >= min_seconds]
     # IdleRun's dataclass order, by a key tuple (comparing 60,000 dataclasses field by field is slow).
-    runs.sort(key=lambda r: (r.start, r.tenant_slug, r.namespace, r.pod, r.container, r.device, r.mig_instance,
-                             r.flavor, r.mode, r.signal, r.end, r.ongoing, r.idle_seconds, r.memory_mib))
+    runs.sort(key=RUN_ORDER)
     return runs, len(missing)
+
+
+RUN_ORDER = operator.attrgetter(*(f.name for f in dataclasses.fields(measure.IdleRun) if f.compare))
 
 
 def _narrow(groups: Sequence[measure.ThresholdGroup], namespaces: frozenset[str]) -> list[measure.ThresholdGroup]:
@@ -698,7 +711,7 @@ def utilisation_totals(client: Reader, flavors: Sequence[FlavorSpec], start: dat
     fingerprint = util_fingerprint(options, flavors)
     by_rev = coverage_by_rev(client, UTIL, fingerprint, start, end)
     use = final_hours(_latest(by_rev), late_allowance)
-    clean = sorted(rev for rev, covered in by_rev.items() if all(use.get(hour) == rev for hour in covered))
+    clean = sorted(_clean_revs(by_rev, use))
     plan_: list[tuple[list[int], datetime, datetime]] = [
         (clean[i:i + REV_BATCH], start, end) for i in range(0, len(clean), REV_BATCH)]
     for rev in sorted(set(use.values()) - set(clean)):

@@ -291,3 +291,29 @@ def test_blocks_straddling_hour_edges_at_a_60_s_scrape(metrics, seed: int) -> No
             assert sorted(_key(r) for r in runs) == want, (start, end, minimum)
             assert raw_hours == sum(1 for h in rollup.hours(rollup.floor_hour(start), rollup.ceil_hour(end))
                                     if not T0 + timedelta(hours=1) <= h < T0 + timedelta(hours=4))
+
+
+def test_a_superseded_rollup_is_not_read_where_it_no_longer_stands(metrics) -> None:  # type: ignore[no-untyped-def]
+    """An hour rolled up early (not final) shows an idle GPU; samples arriving later in each slot show it
+    busy; the hour is rolled up again (final). The early rev still holds its pieces and masks for that hour
+    (the TSDB cannot delete them): a report must take the final rev's for that hour only, also where the
+    early rev covered more hours than the one superseded."""
+    hour = T0 + timedelta(hours=1)
+    start, end = T0, T0 + timedelta(hours=3)
+    gpu = Gpu("GPU-LB", FLAVORS[0].model_name, index=9, holds=(Hold("tenant-lb", "pod-lb", start, end),))
+    metrics.import_prometheus(gpu_activity_lines(Timeline(start=start, end=end, interval=INTERVAL, phase=7), gpu,
+                                                 (Activity(start, end, engine=0.0, dram=0.0, fb_mib=256),)))
+    client = MetricsClient(metrics.url)
+    rollup.rollup_idle(client, T0, hour, OPTIONS, DEFAULT, LATER)
+    early = hour + timedelta(hours=1, minutes=30)  # settled, not final: rolls up hours 1 and 2 (rev E)
+    assert rollup.rollup_idle(client, hour, end, OPTIONS, DEFAULT, early) == 1
+    rollup.rollup_idle(client, hour + timedelta(hours=1), end, OPTIONS, DEFAULT, LATER)
+    # Later samples in every slot of hour 1 (20 s into it, after the 7 s ones): busy.
+    metrics.import_prometheus(gpu_activity_lines(Timeline(start=hour, end=hour + timedelta(hours=1),
+                                                          interval=INTERVAL, phase=20), gpu,
+                                                 (Activity(hour, hour + timedelta(hours=1), engine=0.9, dram=0.9),)))
+    rollup.rollup_idle(client, hour, hour + timedelta(hours=1), OPTIONS, DEFAULT, LATER + timedelta(minutes=1))
+    for minimum in (0, 3600):
+        want = _raw(client, start, end, DEFAULT, minimum)
+        assert [(r[8], r[9]) for r in want] == [(start, hour), (hour + timedelta(hours=1), end)]
+        assert _rolled(client, start, end, DEFAULT, min_seconds=minimum) == (want, 0)
