@@ -14,9 +14,11 @@ existing series and timestamp: VictoriaMetrics keeps duplicates, it cannot overw
   an idle slot, at the block end: `part="profiling"` / `part="gpu_util"` — the block's idle slots (after
   replica merge and gap bridging) by signal, as an integer bit mask (bit j = the block's j-th slot; 40
   bits, exact in a float64); `part="peak"` — the peak FB_USED MiB of the block (`measure.SlotBits`).
-  Idle-free blocks store nothing.
+  Idle-free blocks store nothing. `part="run"` — the idle runs cut at hour edges that can belong to a run
+  of at least LONG_SLOTS (`_pieces`): what a report with such a minimum reads for whole hours.
 * `gpufleet_util_rollup{tenant, flavor, field}` at the hour end: the `measure.Utilisation` fields in
-  thousandths (integers: the fields are quantized to 0.001, so the float64 is exact).
+  thousandths (integers: the fields are quantized to 0.001, so the float64 is exact). Reports of totals
+  (`utilisation_totals`) sum them inside the TSDB; `utilisation` reads them per hour.
 * `gpufleet_rollup_coverage{kind, fingerprint, rev}` at each hour end, value = rev: the hour was rolled
   up by run `rev` with these settings. The highest rev of an hour is its roll-up; older revs' samples are
   ignored by readers.

@@ -153,12 +153,16 @@ def rollup_window(start: datetime, end: datetime, *, now: datetime, force: bool 
 
 
 def rollup_recent(now: datetime, client: Any = None) -> dict[str, int]:
-    """The periodic pass: the last GPUFLEET_FLEETOPS_ROLLUP_HOURS settled hours (re-rolling the ones not
-    final yet, so samples arriving up to the late allowance after an hour are counted)."""
+    """The periodic pass: the last GPUFLEET_FLEETOPS_ROLLUP_HOURS hours that are settled and whose roll-up
+    would be final (computed at least the late allowance after the hour ended, so samples arriving up to
+    then are counted; hours rolled up with older settings are redone). An hour that cannot be final yet is
+    left to a later pass: reports never read a non-final roll-up, and one rolled up twice leaves its first
+    rev superseded for it, which `rollup.utilisation_totals` then sums per hour range instead of in batches
+    (one query per hour of a month)."""
     from django.conf import settings as django_settings
 
     horizon = int(django_settings.GPUFLEET_FLEETOPS_ROLLUP_HOURS)
-    end = rollup.settled_until(now, options())
+    end = min(rollup.settled_until(now, options()), rollup.floor_hour(now - late_allowance()))
     return rollup_window(end - timedelta(hours=horizon), end, now=now, client=client)
 
 
