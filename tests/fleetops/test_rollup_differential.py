@@ -89,6 +89,13 @@ def test_changed_thresholds_fall_back_to_raw_until_rolled_up_again(metrics, seed
     only = frozenset({"tenant-t1"})
     narrowed = [measure.ThresholdGroup(changed[0].thresholds, ()), changed[1]]
     assert _rolled(client, T0, END, changed, namespaces=only) == (_raw(client, T0, END, narrowed), 1)
+    # The same with a minimum (run pieces for the rolled-up hours, joined with the raw hour's slots).
+    for minimum in (2400, 3600):
+        for groups in (changed, DEFAULT):
+            assert _rolled(client, T0, END, groups, min_seconds=minimum) == (
+                _raw(client, T0, END, groups, minimum), 1 if groups is changed else 0)
+        assert _rolled(client, T0, END, changed, namespaces=only, min_seconds=minimum) == (
+            _raw(client, T0, END, narrowed, minimum), 1)
 
 
 def test_late_samples_are_seen_until_the_rollup_is_final(metrics) -> None:  # type: ignore[no-untyped-def]
@@ -107,10 +114,14 @@ def test_late_samples_are_seen_until_the_rollup_is_final(metrics) -> None:  # ty
     want = _raw(client, T0, END, DEFAULT)
     assert any(r[2] == "late-pod" for r in want)
     assert _rolled(client, T0, END, DEFAULT) == (want, HOURS)  # not final: measured raw
+    assert _rolled(client, T0, END, DEFAULT, min_seconds=3600) == (_raw(client, T0, END, DEFAULT, 3600), HOURS)
     assert rollup.plan(rollup.coverage(client, rollup.IDLE, rollup.idle_fingerprint(OPTIONS, DEFAULT), T0, END),
                        T0, END, rollup.DEFAULT_LATE_ALLOWANCE) == [(T0, END)]
     assert rollup.rollup_idle(client, hour, hour + timedelta(hours=1), OPTIONS, DEFAULT, LATER) == 1
     assert _rolled(client, T0, END, DEFAULT) == (want, HOURS - 1)
+    late_long = _raw(client, T0, END, DEFAULT, 3600)
+    assert any(r[2] == "late-pod" for r in late_long)  # the late GPU's hour-long run, read from its pieces
+    assert _rolled(client, T0, END, DEFAULT, min_seconds=3600) == (late_long, HOURS - 1)
     # Not yet settled: nothing is rolled up.
     assert rollup.rollup_idle(client, T0, END, OPTIONS, DEFAULT, END + timedelta(seconds=60)) == HOURS - 1
 
