@@ -20,13 +20,18 @@ Python process and of VictoriaMetrics, from /proc):
    (`scheduling.fleetops.rollup.rollup_utilisation` + `rollup_idle`, per-slot work inside the TSDB, results
    recorded back into it);
 2. the backfill of the rest of the window, a day per call (what `gpufleet fleet rollup` does);
-3. the month report reading the roll-ups (`rollup.utilisation`: per tenant x flavor x hour; `rollup.idle_runs`
-   with a 60-minute minimum applied): the figure against the target, <= 10 s on 2 cores.
+3. the month report reading the roll-ups (`rollup.utilisation_totals`: per tenant x flavor, summed inside
+   the TSDB; `rollup.idle_runs` with the 60-minute minimum: run pieces): the figure against the target,
+   <= 10 s on 2 cores.
 
 The report's numbers are checked exactly against the generated timeline (findings, idle seconds, allocated
 seconds); `--raw` also times the raw report (`measure.utilisation` + `measure.idle_runs`, no roll-ups) and
-checks that rows and runs are equal. Exits 1 when a check fails, the target is missed, or less than half the
-report's time is spent waiting for the TSDB. Options: --days N (default 30), --single-hours N, --raw.
+checks that the totals and the runs of at least 60 minutes are equal, and (untimed) that the per-hour rows
+and every run of any length read from the roll-ups are equal too. Exits 1 when a check fails, the target
+is missed, or less than half the report's time is spent waiting for the TSDB. Options: --days N (default
+30), --single-hours N, --raw, --report-repeats N, --data DIR (keep VictoriaMetrics' storage in DIR and
+reuse it on the next run with the same --days: the untimed import of a month takes minutes; roll-ups
+already final there are not redone).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -84,6 +90,24 @@ class Expected:
         self.idle_seconds = 0
         self.allocated = Decimal(0)
         self.samples = 0
+
+    def save(self, path: Path, days: int) -> None:
+        path.write_text(json.dumps({"days": days, "findings": self.findings, "idle_seconds": self.idle_seconds,
+                                    "allocated": str(self.allocated), "samples": self.samples}))
+
+    @classmethod
+    def load(cls, path: Path, days: int) -> Expected | None:
+        """The timeline's figures saved by an earlier run's import of the same --days (None: import again)."""
+        try:
+            saved = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+        if saved.get("days") != days:
+            return None
+        out = cls()
+        out.findings, out.idle_seconds = saved["findings"], saved["idle_seconds"]
+        out.allocated, out.samples = Decimal(saved["allocated"]), saved["samples"]
+        return out
 
 
 def generate(begin: int, end: int, expected: Expected):
@@ -182,6 +206,14 @@ class TimedClient:
             self.seconds += time.perf_counter() - began
             self.calls += 1
 
+    def instant(self, query, at):  # type: ignore[no-untyped-def]
+        began = time.perf_counter()
+        try:
+            return self.client.instant(query, at)
+        finally:
+            self.seconds += time.perf_counter() - began
+            self.calls += 1
+
     def export_lines(self, selector, start, end):  # type: ignore[no-untyped-def]
         began = time.perf_counter()  # the HTTP answer only: decoding the JSON lines is Python's time
         try:
@@ -236,6 +268,8 @@ def main() -> int:
                         help="time the month report this many times (the machine is shared: shows the spread)")
     parser.add_argument("--raw", action="store_true",
                         help="also time the raw month report (no roll-ups) and compare it with the roll-up one")
+    parser.add_argument("--data", type=Path, default=None,
+                        help="keep VictoriaMetrics' storage here and reuse it when it holds the same --days")
     args = parser.parse_args()
 
     from billing.metering.usage import FlavorSpec
@@ -250,12 +284,23 @@ def main() -> int:
     # The roll-ups' clock: pinned a day after the window, so every hour is settled and final.
     now = end_dt + timedelta(days=1)
     groups = [measure.ThresholdGroup(measure.Thresholds())]
-    expected = Expected()
     with tempfile.TemporaryDirectory(prefix="gpufleet-bench-fleet-") as tmp:
-        vm = VictoriaMetrics.start(Path(tmp))
+        data = args.data or Path(tmp)
+        marker = data / "expected.json"
+        reused = Expected.load(marker, args.days) if args.data else None
+        if args.data and reused is None and (data / "storage").exists():
+            shutil.rmtree(data / "storage")  # another --days, or an import that did not finish
+        vm = VictoriaMetrics.start(data)
         try:
-            import_s = import_month(vm.url, begin, end, expected)
-            print(f"imported {expected.samples:,} samples in {import_s:.1f} s (not timed); load {_load()}")
+            if reused is None:
+                marker.unlink(missing_ok=True)
+                expected = Expected()
+                import_s = import_month(vm.url, begin, end, expected)
+                expected.save(marker, args.days)  # written only once the import is complete
+                print(f"imported {expected.samples:,} samples in {import_s:.1f} s (not timed); load {_load()}")
+            else:
+                expected = reused
+                print(f"reusing {expected.samples:,} samples imported earlier into {data} (and its roll-ups)")
             client = TimedClient(MetricsClient(vm.url))
             options = measure.Options(scrape_interval=INTERVAL)
             billing = TimedBilling(measure.billing_usage.measure_report)
@@ -286,20 +331,23 @@ def main() -> int:
             repeats = []
             for _ in range(max(1, args.report_repeats)):
                 with Phase(client, pid) as util_phase:
-                    rows, util_raw_hours = rollup.utilisation(client, flavors, START, end_dt, options)
+                    totals, util_raw_hours = rollup.utilisation_totals(client, flavors, START, end_dt, options)
                 with Phase(client, pid) as idle_phase:
-                    all_runs, idle_raw_hours = rollup.idle_runs(client, flavors, START, end_dt, options, groups)
+                    runs, idle_raw_hours = rollup.idle_runs(client, flavors, START, end_dt, options, groups,
+                                                            min_seconds=MIN_IDLE_S)
                 repeats.append((util_phase.wall + idle_phase.wall, util_phase, idle_phase))
                 print(f"  report repeat: {repeats[-1][0]:.2f} s wall, CPU Python "
                       f"{util_phase.python + idle_phase.python:.2f} s, VictoriaMetrics "
                       f"{util_phase.vm + idle_phase.vm:.2f} s, load {_load()}", flush=True)
             _, util_phase, idle_phase = sorted(repeats, key=lambda r: r[0])[len(repeats) // 2]
-            runs = [r for r in all_runs if r.idle_seconds >= MIN_IDLE_S]
             raw_phase = None
             if args.raw:
                 with Phase(client, pid) as raw_phase:
                     raw_rows = measure.utilisation(client, flavors, START, end_dt, options)
                     raw_runs = measure.idle_runs(client, flavors, START, end_dt, options, groups)
+                # Untimed: the per-hour rows and every run (no minimum) from the roll-ups, for the checks.
+                rows, _ = rollup.utilisation(client, flavors, START, end_dt, options)
+                all_runs, _ = rollup.idle_runs(client, flavors, START, end_dt, options, groups)
         finally:
             measure.billing_usage.measure_report = billing.measure_report
             vm.stop()
@@ -316,11 +364,12 @@ def main() -> int:
           f"(of which billing's measure_report {billing_in_rollups:.1f} s wall)")
     total = util_phase.wall + idle_phase.wall
     tsdb = util_phase.tsdb + idle_phase.tsdb
-    allocated = sum((r.allocated_seconds for r in rows), Decimal(0))
-    active = sum((r.active_seconds for r in rows), Decimal(0))
+    allocated = sum((t[0] for t in totals.values()), Decimal(0))  # rollup.UTIL_FIELDS' order
+    active = sum((t[2] for t in totals.values()), Decimal(0))
     idle_seconds = sum(r.idle_seconds for r in runs)
     signals = {sig: sum(1 for r in runs if r.signal == sig) for sig in ("profiling", "gpu_util")}
-    print(f"report: utilisation from roll-ups ({len(rows):,} rows, {util_raw_hours} hours raw): {util_phase.line()}")
+    print(f"report: utilisation from roll-ups ({len(totals):,} tenant x flavor totals, {util_raw_hours} hours raw): "
+          f"{util_phase.line()}")
     print(f"report: idle findings from roll-ups ({len(runs):,} runs >= 60 min; {signals}; "
           f"{idle_raw_hours} hours raw): {idle_phase.line()}")
     share = tsdb / total
@@ -335,8 +384,11 @@ def main() -> int:
     }
     if raw_phase is not None:
         print(f"raw report (no roll-ups), for comparison: {raw_phase.line()}")
+        checks["totals = raw path"] = (totals == rollup.totals_of(raw_rows), True)
         checks["rows = raw path"] = (rows == raw_rows, True)
-        checks["runs = raw path"] = (sorted(all_runs) == sorted(raw_runs), True)
+        checks["runs >= 60 min = raw"] = (sorted(runs) == sorted(r for r in raw_runs if r.idle_seconds >= MIN_IDLE_S),
+                                          True)
+        checks["all runs = raw path"] = (sorted(all_runs) == sorted(raw_runs), True)
     exact = True
     for name, (got, want) in checks.items():
         ok = got == want

@@ -406,30 +406,48 @@ def _block_bits(bits: int, base: int, block_end: int, s: int) -> int:
 
 
 def runs_from_bits(bits: dict[tuple[str, ...], SlotBits], index: FlavorIndex, options: Options,
-                   skip_devices: set[str] | frozenset[str], window_end: int) -> list[IdleRun]:
-    """The idle runs of allocations' idle slots (runs reaching `window_end` are ongoing). HAMi-managed
-    GPUs (`skip_devices`) and allocations of unknown tenants or flavors are left out."""
+                   skip_devices: set[str] | frozenset[str], window_end: int, min_slots: int = 0) -> list[IdleRun]:
+    """The idle runs of allocations' idle slots (runs reaching `window_end` are ongoing), those of at least
+    `min_slots` slots only. HAMi-managed GPUs (`skip_devices`) and allocations of unknown tenants or flavors
+    are left out."""
     s = options.scrape_interval
     block = s * MASK_SLOTS
     out = []
     for key, slot_bits in bits.items():
-        labels = dict(zip(DCGM_IDENTITY, key, strict=True))
-        tenant = _tenant(labels["namespace"])
-        flavor = index.dcgm(labels["modelName"], labels["GPU_I_PROFILE"])
-        if tenant is None or flavor is None or labels["UUID"] in skip_devices:
+        who = allocation(key, index, skip_devices)
+        if who is None:
             continue
         key_base, prof = slot_bits.base, slot_bits.profiling
         for first, length in _ones(slot_bits.idle):
+            if length < min_slots:
+                continue
             run_start, run_end = (key_base + first) * s, (key_base + first + length) * s
             run_bits = ((1 << length) - 1) << first
-            out.append(IdleRun(
-                start=_at(run_start), tenant_slug=tenant, namespace=labels["namespace"], pod=labels["pod"],
-                container=labels["container"], device=labels["UUID"],
-                mig_instance=labels["GPU_I_ID"] if flavor.mode == MIG else "", flavor=flavor.name,
-                mode=flavor.mode, signal="profiling" if prof & run_bits else "gpu_util", end=_at(run_end),
-                ongoing=run_end >= window_end, idle_seconds=run_end - run_start,
-                memory_mib=_peak(slot_bits.peaks, run_start, run_end, block), weight=flavor.weight))
+            out.append(idle_run(who, run_start, run_end, bool(prof & run_bits), window_end,
+                                _peak(slot_bits.peaks, run_start, run_end, block)))
     return out
+
+
+def allocation(key: tuple[str, ...], index: FlavorIndex,
+               skip_devices: set[str] | frozenset[str]) -> tuple[dict[str, str], str, FlavorSpec] | None:
+    """(labels, tenant, flavor) of a DCGM identity; None for HAMi-managed GPUs, unknown tenants or flavors."""
+    labels = dict(zip(DCGM_IDENTITY, key, strict=True))
+    tenant = _tenant(labels["namespace"])
+    flavor = index.dcgm(labels["modelName"], labels["GPU_I_PROFILE"])
+    if tenant is None or flavor is None or labels["UUID"] in skip_devices:
+        return None
+    return labels, tenant, flavor
+
+
+def idle_run(who: tuple[dict[str, str], str, FlavorSpec], run_start: int, run_end: int, profiling: bool,
+             window_end: int, peak: Decimal) -> IdleRun:
+    labels, tenant, flavor = who
+    return IdleRun(
+        start=_at(run_start), tenant_slug=tenant, namespace=labels["namespace"], pod=labels["pod"],
+        container=labels["container"], device=labels["UUID"],
+        mig_instance=labels["GPU_I_ID"] if flavor.mode == MIG else "", flavor=flavor.name,
+        mode=flavor.mode, signal="profiling" if profiling else "gpu_util", end=_at(run_end),
+        ongoing=run_end >= window_end, idle_seconds=run_end - run_start, memory_mib=peak, weight=flavor.weight)
 
 
 def _bits(blocks: dict[int, int], low: int, size: int, width: int) -> int:

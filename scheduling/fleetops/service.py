@@ -74,8 +74,12 @@ def idle_findings(start: datetime, end: datetime, *, tenants: list[str] | None =
     specs = billing_collect.flavor_specs()
     # The fleet's groups select the roll-ups; a tenant filter narrows what is read and measured raw.
     wanted = None if tenants is None else frozenset(f"{measure.TENANT_PREFIX}{slug}" for slug in tenants)
+    # Runs shorter than every minimum that applies are never findings: the roll-up reader may leave them out.
+    shortest = min_idle_minutes if min_idle_minutes is not None else min(
+        [fleet.min_idle_minutes, *(per_tenant[t] for t in (per_tenant if tenants is None else
+                                                            set(tenants) & set(per_tenant)))])
     runs, _ = rollup.idle_runs(client or billing_collect.metrics_client(), specs, start, end, options(), groups,
-                               namespaces=wanted, late_allowance=late_allowance())
+                               namespaces=wanted, late_allowance=late_allowance(), min_seconds=shortest * 60)
     currency = billing_conf.text("GPUFLEET_BILLING_CURRENCY")
     prices = _price_table(currency)
     modes = {s.name: s.mode for s in specs}
@@ -104,22 +108,19 @@ def idle_findings(start: datetime, end: datetime, *, tenants: list[str] | None =
 
 def utilisation(start: datetime, end: datetime, *, tenants: list[str] | None = None,
                 client: RangeQuerier | None = None) -> list[dict[str, Any]]:
-    """Per tenant x flavor over [start, end) (whole hours): allocated, active, efficiency, memory."""
-    rows, _ = rollup.utilisation(client or billing_collect.metrics_client(), billing_collect.flavor_specs(),
-                                 start, end, options(), late_allowance=late_allowance())
-    totals: dict[tuple[str, str], list[Decimal]] = defaultdict(lambda: [Decimal(0)] * 5)
-    for row in rows:
-        if tenants is not None and row.tenant_slug not in tenants:
+    """Per tenant x flavor over [start, end) (whole hours): allocated, active, efficiency, memory. The
+    rolled-up hours are summed inside the TSDB (`rollup.utilisation_totals`): nothing here needs them per hour."""
+    totals, _ = rollup.utilisation_totals(client or billing_collect.metrics_client(), billing_collect.flavor_specs(),
+                                          start, end, options(), late_allowance=late_allowance())
+    out = []
+    for (tenant, flavor), (a, ga, act, gact, mem) in sorted(totals.items()):  # rollup.UTIL_FIELDS' order
+        if tenants is not None and tenant not in tenants:
             continue
-        acc = totals[(row.tenant_slug, row.flavor)]
-        for i, value in enumerate((row.allocated_seconds, row.active_seconds, row.allocated_gpu_equivalent_seconds,
-                                   row.active_gpu_equivalent_seconds, row.memory_mib_seconds)):
-            acc[i] += value
-    return [{"tenant": tenant, "flavor": flavor, "allocated_seconds": a, "active_seconds": act,
-             "efficiency": (act / a).quantize(Decimal("0.0001")) if a else None,
-             "allocated_gpu_equivalent_seconds": ga, "active_gpu_equivalent_seconds": gact,
-             "average_memory_mib": (mem / a).quantize(Decimal("0.1")) if a else None}
-            for (tenant, flavor), (a, act, ga, gact, mem) in sorted(totals.items())]
+        out.append({"tenant": tenant, "flavor": flavor, "allocated_seconds": a, "active_seconds": act,
+                    "efficiency": (act / a).quantize(Decimal("0.0001")) if a else None,
+                    "allocated_gpu_equivalent_seconds": ga, "active_gpu_equivalent_seconds": gact,
+                    "average_memory_mib": (mem / a).quantize(Decimal("0.1")) if a else None})
+    return out
 
 
 def late_allowance() -> timedelta:
@@ -152,12 +153,16 @@ def rollup_window(start: datetime, end: datetime, *, now: datetime, force: bool 
 
 
 def rollup_recent(now: datetime, client: Any = None) -> dict[str, int]:
-    """The periodic pass: the last GPUFLEET_FLEETOPS_ROLLUP_HOURS settled hours (re-rolling the ones not
-    final yet, so samples arriving up to the late allowance after an hour are counted)."""
+    """The periodic pass: the last GPUFLEET_FLEETOPS_ROLLUP_HOURS hours that are settled and whose roll-up
+    would be final (computed at least the late allowance after the hour ended, so samples arriving up to
+    then are counted; hours rolled up with older settings are redone). An hour that cannot be final yet is
+    left to a later pass: reports never read a non-final roll-up, and one rolled up twice leaves its first
+    rev superseded for it, which `rollup.utilisation_totals` then sums per hour range instead of in batches
+    (one query per hour of a month)."""
     from django.conf import settings as django_settings
 
     horizon = int(django_settings.GPUFLEET_FLEETOPS_ROLLUP_HOURS)
-    end = rollup.settled_until(now, options())
+    end = min(rollup.settled_until(now, options()), rollup.floor_hour(now - late_allowance()))
     return rollup_window(end - timedelta(hours=horizon), end, now=now, client=client)
 
 

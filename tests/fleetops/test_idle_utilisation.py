@@ -312,9 +312,12 @@ def test_rollups_by_backfill_and_task_give_the_same_numbers(fleet, settings) -> 
     fingerprint = rollup.idle_fingerprint(service.options(), service.threshold_groups(FleetSettings.current())[0])
     cov = rollup.coverage(client, rollup.IDLE, fingerprint, m(0), m(240))
     assert sorted(cov) == [m(0), m(60), m(120)]  # the hour ending at m(240) had not settled
+    # ... and the hours it rolled up are final (each computed >= the late allowance after its end): each
+    # hour has one rev, so every rev stands for all its hours (utilisation totals sum them in one batch).
+    assert rollup.final_hours(cov, service.late_allowance()) == cov
     with pinned(m(240) + timedelta(hours=3)):
         second = tasks.rollup_recent.apply().get()
-        assert second["idle"] >= 1  # the hours rolled up before they were final, and the new one
+        assert second["idle"] >= 1  # the hour not settled before, and the new ones
         assert tasks.rollup_recent.apply().get() == {"util": 0, "idle": 0}  # all final: nothing to redo
     after = [run("idle", *window), run("idle", *window, "--tenant", "bravo"), run("utilisation", *window)]
     assert after == before
@@ -324,6 +327,26 @@ def test_rollups_by_backfill_and_task_give_the_same_numbers(fleet, settings) -> 
     assert [run("idle", *window), run("idle", *window, "--tenant", "bravo"), run("utilisation", *window)] == before
     with pytest.raises(CommandError, match="--start"):
         run("rollup", "--start", iso(m(0) + timedelta(minutes=5)), "--end", iso(m(240)))
+
+
+def test_the_hourly_task_rolls_up_only_hours_it_can_roll_up_final(fleet, settings) -> None:  # type: ignore[no-untyped-def]
+    """30 min after m(240) the hour ending then has settled, but a roll-up now would not be final (reports
+    would not read it, and its rev would stand superseded once the hour is redone): the task leaves it."""
+    from infra.metrics import MetricsClient
+    from scheduling.fleetops import rollup, service, tasks
+    from tests.support.clock import pinned
+
+    settings.GPUFLEET_FLEETOPS_ROLLUP_HOURS = 6
+    with pinned(m(240) + timedelta(minutes=30)):
+        tasks.rollup_recent.apply().get()
+    client = MetricsClient(settings.GPUFLEET_METRICS_URL)
+    for kind, fingerprint in ((rollup.UTIL, rollup.util_fingerprint(service.options(),
+                                                                     service.billing_collect.flavor_specs())),
+                              (rollup.IDLE, rollup.idle_fingerprint(service.options(), service.threshold_groups(
+                                  FleetSettings.current())[0]))):
+        cov = rollup.coverage(client, kind, fingerprint, m(0), m(300))
+        assert sorted(cov) == [m(0), m(60), m(120)], kind
+        assert rollup.final_hours(cov, service.late_allowance()) == cov
 
 
 def test_beat_rolls_up_hourly() -> None:
