@@ -16,7 +16,7 @@ from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Case, Exists, IntegerField, OuterRef, Q, Value, When
 from django.db.models.functions import TruncDay
 
 from gpufleet import clock
@@ -406,17 +406,43 @@ def _billing_currency(currency: str | None) -> str:
     return currency
 
 
-def _usage_rows(tenant_ids: Iterable[int], start: datetime, end: datetime) -> dict[int, list[invoicing.UsageRow]]:
-    """Usage per tenant, flavor, cluster and UTC day: prices change at day boundaries, so a day is the
-    finest grain pricing needs (and 24x fewer rows than hours). One query for every tenant drafted."""
-    qs = (UsageRecord.objects.filter(tenant_id__in=list(tenant_ids), hour__gte=start, hour__lt=end)
-          .annotate(day=TruncDay("hour", tzinfo=UTC)).values("tenant_id", "flavor_id", "cluster_id", "day")
-          .annotate(u=ExactSum("unit_seconds"), g=ExactSum("gpu_equivalent_seconds"))
-          .order_by("day", "flavor_id", "cluster_id"))
+def _usage_sums(tenant_ids: list[int], start: datetime, end: datetime, grain: str, expression: Any) -> Any:
+    """(tenant, flavor, cluster, grain, unit-seconds, GPU-equivalent seconds) of [start, end), summed per
+    value of `expression` (named `grain`)."""
+    return (UsageRecord.objects.filter(tenant_id__in=tenant_ids, hour__gte=start, hour__lt=end)
+            .annotate(**{grain: expression}).values("tenant_id", "flavor_id", "cluster_id", grain)
+            .annotate(u=ExactSum("unit_seconds"), g=ExactSum("gpu_equivalent_seconds"))
+            .order_by(grain, "flavor_id", "cluster_id")
+            .values_list("tenant_id", "flavor_id", "cluster_id", grain, "u", "g"))
+
+
+def _usage_rows(tenant_ids: Iterable[int], start: datetime, end: datetime,
+                book: invoicing.PriceBook) -> dict[int, list[invoicing.UsageRow]]:
+    """Usage per tenant, flavor, cluster and stretch of days with one price book (`hour` = the stretch's
+    first day). Prices start and end only at day boundaries (`PriceBook.change_days`), so inside a stretch
+    every flavor and cluster has one price or none, and its rows price exactly as the day rows they sum: a
+    month without a price change is one row per tenant, flavor and cluster instead of one per day (200
+    tenants on three clusters: 1,800 rows instead of 34,230, and PostgreSQL groups on the ids alone). A
+    tenant with usage that no price covers gets day rows instead, so the error names each such day as
+    before. One query for every tenant (two when some lack a price)."""
+    ids = list(tenant_ids)
+    firsts = [start] + [datetime(d.year, d.month, d.day, tzinfo=UTC)
+                        for d in book.change_days(start.date(), end.date())]
+    # the stretch's number n: its first day is firsts[n]
+    stretch = Case(*(When(hour__lt=first, then=Value(n)) for n, first in enumerate(firsts[1:])),
+                   default=Value(len(firsts) - 1), output_field=IntegerField())
     names = dict(Flavor.objects.values_list("id", "name"))
     out: dict[int, list[invoicing.UsageRow]] = defaultdict(list)
-    for t, f, c, day, u, g in qs.values_list("tenant_id", "flavor_id", "cluster_id", "day", "u", "g"):
-        out[t].append(invoicing.UsageRow(f, names[f], day, u, g, c))
+    unpriced: set[int] = set()
+    for t, f, c, n, u, g in _usage_sums(ids, start, end, "stretch", stretch):
+        if u > 0 and book.find(f, c, firsts[n].date()) is None:
+            unpriced.add(t)
+        out[t].append(invoicing.UsageRow(f, names[f], firsts[n], u, g, c))
+    if unpriced:
+        for t in unpriced:
+            out[t] = []
+        for t, f, c, day, u, g in _usage_sums(sorted(unpriced), start, end, "day", TruncDay("hour", tzinfo=UTC)):
+            out[t].append(invoicing.UsageRow(f, names[f], day, u, g, c))
     return out
 
 
@@ -521,8 +547,9 @@ def _load_batch(tenant_ids: list[int], period: date, currency: str) -> _Batch:
     history = set(Invoice.objects.filter(tenant_id__in=tenant_ids, currency=currency, period__lt=period,
                                          state=Invoice.State.FINALIZED).values_list("tenant_id", flat=True))
     fleet = _fleet_idle(start, end) if conf.flag("GPUFLEET_BILLING_IDLE_SHARE") else None
-    return _Batch(period, currency, start, end, invoicing.PriceBook(_price_rows(currency)), _places(),
-                  _usage_rows(tenant_ids, start, end), live, voided, history, fleet)
+    prices = invoicing.PriceBook(_price_rows(currency))
+    return _Batch(period, currency, start, end, prices, _places(), _usage_rows(tenant_ids, start, end, prices), live,
+                  voided, history, fleet)
 
 
 @dataclass

@@ -118,6 +118,18 @@ def test_usage_without_a_price_is_refused(flavors, acme):
     assert Invoice.objects.count() == 0 and InvoiceLine.objects.count() == 0
 
 
+def test_usage_without_a_price_names_each_unpriced_day(flavors, acme):
+    """Drafting sums a month between price changes, but usage no price covers is still named day by day."""
+    actions.set_price("a100", "2.00", "USD", "2026-10-15")
+    usage(hour(2026, 10, 1), hour(2026, 11, 1), [
+        sample("acme", flavors["a100"], at, "3600")
+        for at in (hour(2026, 10, 2, 5), hour(2026, 10, 2, 6), hour(2026, 10, 5, 1), hour(2026, 10, 20, 3))])
+    with pytest.raises(ActionError) as err:
+        actions.draft_invoice(acme, "2026-10")
+    assert err.value.errors["price"] == ["no USD price for a100 on 2026-10-02, a100 on 2026-10-05 (tenant acme)"]
+    assert Invoice.objects.count() == 0
+
+
 @pytest.fixture
 def finalized(flavors, acme):
     actions.set_price("a100", "2.50", "USD", "2026-01-01")
