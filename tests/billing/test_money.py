@@ -42,6 +42,29 @@ def test_collecting_a_window_twice_replaces(flavors, acme):
     assert sum(r.unit_seconds for r in UsageRecord.objects.all()) == Decimal(3 * 7200 + 1800)
 
 
+def test_batches_store_each_group_and_hour_once_in_any_sample_order(flavors, acme):
+    """Samples of one tenant, flavor and hour add up wherever they stand in a batch (the measurer sends a
+    group's hours one after another, other callers need not); two batches with the same hour are refused."""
+    tenants("beta")
+    at, later = hour(2026, 10, 3, 10), hour(2026, 10, 3, 11)
+    interleaved = [sample("acme", flavors["a100"], at, "100"), sample("beta", flavors["a100"], at, "5"),
+                   sample("acme", flavors["a100-3g"], at, "7"), sample("acme", flavors["a100"], at, "20"),
+                   sample("acme", flavors["a100"], later, "1"), sample("beta", flavors["a100"], at, "6")]
+    start, end = hour(2026, 10, 1), hour(2026, 11, 1)
+    run = actions.store_usage_batches(start, end, [(interleaved, []),
+                                                   ([sample("acme", flavors["a100"], hour(2026, 10, 4), "3")], [])])
+    stored = {(r.tenant.slug, r.flavor.name, r.hour): r.unit_seconds for r in UsageRecord.objects.all()}
+    assert stored == {("acme", "a100", at): Decimal(120), ("beta", "a100", at): Decimal(11),
+                      ("acme", "a100-3g", at): Decimal(7), ("acme", "a100", later): Decimal(1),
+                      ("acme", "a100", hour(2026, 10, 4)): Decimal(3)}
+    assert run.records == 5 and run.unit_seconds == Decimal(142)
+    again = [([sample("acme", flavors["a100"], at, "1")], []), ([sample("acme", flavors["a100"], at, "2")], [])]
+    with pytest.raises(ActionError) as err:
+        actions.store_usage_batches(start, end, again)
+    assert "two batches" in err.value.errors["samples"][0]
+    assert UsageRecord.objects.count() == 5  # the failed run changed nothing
+
+
 def test_totals_reproduce_to_the_cent_with_bankers_rounding(flavors, acme):
     actions.set_price("a100", "2.50", "USD", "2026-01-01")
     # 1800 s x 0.25 / 3600 = 0.125 exactly: half-even gives 0.12 (half-up would give 0.13).
