@@ -13,11 +13,13 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from datetime import UTC, date, datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
+from struct import pack
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Case, Exists, IntegerField, OuterRef, Q, Value, When
 from django.db.models.functions import TruncDay
+from psycopg.adapt import PyFormat
 
 from gpufleet import clock
 from gpufleet.audit.record import record, record_many
@@ -243,25 +245,50 @@ def _insert_usage(rows: UsageRows, now: datetime, start: datetime, end: datetime
                         collected_at=now, window_start=start, window_end=end)
             for (t, f, c), hours in rows.items() for h, (u, g) in hours.items()], batch_size=2000)
         return sum((u for hours in rows.values() for u, _ in hours.values()), Decimal(0))
-    # COPY's text format written by hand: ids and decimals format far faster here than through the
-    # per-value dumpers of write_row, and a window has only a few hundred distinct hours.
-    stamps: dict[datetime, str] = {}
-    tail = f"\t{now.isoformat()}\t{start.isoformat()}\t{end.isoformat()}\n"
-    units: list[Decimal] = []
-    lines: list[str] = []
-    for (t, f, c), hours in rows.items():
-        head = "%d\t%d\t%d\t" % (t, f, c)  # noqa: UP031
-        for h, (u, g) in hours.items():
-            stamp = stamps.get(h)
-            if stamp is None:
-                stamp = stamps[h] = h.isoformat()
-            # %-formatting: a Decimal's __format__ (what an f-string calls) costs several times its __str__
-            lines.append("%s%s\t%s\t%s%s" % (head, stamp, u, g, tail))  # noqa: UP031
-            units.append(u)
-    with connection.cursor() as cursor, cursor.cursor.copy(  # psycopg 3's COPY on Django's cursor
-            f"COPY {UsageRecord._meta.db_table} ({', '.join(USAGE_COLUMNS)}) FROM STDIN") as copy:
-        copy.write("".join(lines))
+    # COPY's binary format written by hand: PostgreSQL then reads ids, stamps and numerics without parsing
+    # text (a three-cluster month's COPY: ~0.4 CPU-s less in PostgreSQL), and Python encodes each distinct
+    # value, hour and group once, with psycopg's own binary dumpers: a batch of ~5 x 10^4 rows has a few
+    # thousand distinct values, a few dozen hours and a few hundred groups. Decimals equal in value share
+    # an encoding (7200 and 7200.000), which the column's scale stores alike.
+    with connection.cursor() as cursor:
+        raw = cursor.cursor  # psycopg 3's cursor under Django's
+        number = raw.adapters.get_dumper(Decimal, PyFormat.BINARY)(Decimal, raw).dump
+        moment = raw.adapters.get_dumper(datetime, PyFormat.BINARY)(datetime, raw).dump
+
+        def field(data: Any) -> bytes:
+            data = bytes(data)
+            return pack("!i", len(data)) + data
+
+        numbers: dict[Decimal, bytes] = {}
+        stamps: dict[datetime, bytes] = {}
+        tail = field(moment(now)) + field(moment(start)) + field(moment(end))
+        units: list[Decimal] = []
+        parts: list[bytes] = [COPY_BINARY_HEADER]
+        add = parts.extend
+        for (t, f, c), hours in rows.items():
+            head = pack("!hiqiqiq", len(USAGE_COLUMNS), 8, t, 8, f, 8, c)
+            for h, (u, g) in hours.items():
+                stamp = stamps.get(h)
+                if stamp is None:
+                    stamp = stamps[h] = field(moment(h))
+                unit = numbers.get(u)
+                if unit is None:
+                    unit = numbers[u] = field(number(u))
+                gpu = numbers.get(g)
+                if gpu is None:
+                    gpu = numbers[g] = field(number(g))
+                add((head, stamp, unit, gpu, tail))
+                units.append(u)
+        parts.append(COPY_BINARY_TRAILER)
+        with raw.copy(f"COPY {UsageRecord._meta.db_table} ({', '.join(USAGE_COLUMNS)}) FROM STDIN (FORMAT binary)"
+                      ) as copy:
+            copy.write(b"".join(parts))
     return sum(units, Decimal(0))
+
+
+# PostgreSQL's binary COPY framing: signature, flags, header extension length; a field count of -1 ends it.
+COPY_BINARY_HEADER = b"PGCOPY\n\xff\r\n\x00" + pack("!ii", 0, 0)
+COPY_BINARY_TRAILER = pack("!h", -1)
 
 
 # --- prices ---------------------------------------------------------------------------------------

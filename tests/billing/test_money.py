@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, timedelta
 from decimal import Decimal
 
 import pytest
@@ -63,6 +63,18 @@ def test_batches_store_each_group_and_hour_once_in_any_sample_order(flavors, acm
         actions.store_usage_batches(start, end, again)
     assert "two batches" in err.value.errors["samples"][0]
     assert UsageRecord.objects.count() == 5  # the failed run changed nothing
+
+
+def test_stored_seconds_read_back_exactly(flavors, acme):
+    """Usage goes to PostgreSQL in COPY's binary format: every value, whatever its exponent, reads back as
+    the column stores it (three places)."""
+    values = ["0.001", "0.125", "7200", "7200.000", "1801.5", "12345678901234567.125", "0"]
+    start = hour(2026, 10, 1)
+    usage(start, hour(2026, 11, 1), [actions.Sample("acme", "a100", start + timedelta(hours=n), Decimal(v), Decimal(v))
+                                     for n, v in enumerate(values)])
+    stored = UsageRecord.objects.order_by("hour").values_list("unit_seconds", "gpu_equivalent_seconds", "hour")
+    assert [(str(u), str(g), at) for u, g, at in stored] == [
+        (f"{Decimal(v):.3f}", f"{Decimal(v):.3f}", start + timedelta(hours=n)) for n, v in enumerate(values)]
 
 
 def test_totals_reproduce_to_the_cent_with_bankers_rounding(flavors, acme):
