@@ -645,22 +645,37 @@ def _write_drafts(drafted: list[_Drafted]) -> None:
     redrafted = [d.invoice.pk for d in drafted if d.before is not None]
     if redrafted:  # nothing refers to lines
         InvoiceLine.objects.filter(invoice_id__in=redrafted)._raw_delete(InvoiceLine.objects.db)
-    InvoiceLine.objects.bulk_create([
-        InvoiceLine(invoice=d.invoice, position=i, kind=line.kind, flavor_id=line.flavor_id,
-                    flavor_name=line.flavor_name, cluster_id=line.place.cluster_id,
-                    cluster_name=line.place.cluster_name, region=line.place.region,
-                    region_name=line.place.region_name, availability_zone=line.place.availability_zone,
-                    description=line.description[:300],
-                    charge_start=line.charge_start, charge_end=line.charge_end, quantity=line.quantity,
-                    unit_price=line.unit_price, amount=line.amount, unit_seconds=line.unit_seconds,
-                    gpu_equivalent_seconds=line.gpu_equivalent_seconds, price_id=line.price_id,
-                    billed_unit_seconds=line.billed_unit_seconds,
-                    measured_unit_seconds=line.measured_unit_seconds, adjusts_id=line.adjusts_id)
-        for d in drafted for i, line in enumerate(d.lines, start=1)
-    ], batch_size=1000)
+    _insert_lines([
+        (d.invoice.pk, i, line.kind, line.flavor_id, line.flavor_name, line.place.cluster_id, line.place.cluster_name,
+         line.place.region, line.place.region_name, line.place.availability_zone, line.description[:300],
+         line.charge_start, line.charge_end, line.quantity, line.unit_price, line.amount, line.unit_seconds,
+         line.gpu_equivalent_seconds, line.price_id, line.billed_unit_seconds, line.measured_unit_seconds,
+         line.adjusts_id)
+        for d in drafted for i, line in enumerate(d.lines, start=1)])
     record_many(("billing.invoice.draft", d.invoice,
                  {"before": d.before, "after": _snapshot(d.invoice), "tenant_slug": d.invoice.tenant.slug})
                 for d in drafted)
+
+
+LINE_COLUMNS = ("invoice_id", "position", "kind", "flavor_id", "flavor_name", "cluster_id", "cluster_name", "region",
+                "region_name", "availability_zone", "description", "charge_start", "charge_end", "quantity",
+                "unit_price", "amount", "unit_seconds", "gpu_equivalent_seconds", "price_id", "billed_unit_seconds",
+                "measured_unit_seconds", "adjusts_id")
+
+
+def _insert_lines(rows: list[tuple[Any, ...]]) -> None:
+    """Invoice lines, values in LINE_COLUMNS order. PostgreSQL gets one COPY: a month of 200 tenants on three
+    clusters is 1,800 lines of 22 values, which bulk_create prepared field by field and the client cursor
+    quoted one by one (~0.15 s of a 0.5 s draft); COPY's rows go through psycopg's C dumpers, and the
+    database stores the same values (its numeric columns round to their scale either way)."""
+    if connection.vendor != "postgresql":
+        InvoiceLine.objects.bulk_create([InvoiceLine(**dict(zip(LINE_COLUMNS, row, strict=True))) for row in rows],
+                                        batch_size=1000)
+        return
+    with connection.cursor() as cursor, cursor.cursor.copy(  # psycopg 3's COPY on Django's cursor
+            f"COPY {InvoiceLine._meta.db_table} ({', '.join(LINE_COLUMNS)}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
 
 
 def draft_invoice(tenant: Tenant, period: Any, currency: str | None = None,
