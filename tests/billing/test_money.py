@@ -68,7 +68,7 @@ def test_batches_store_each_group_and_hour_once_in_any_sample_order(flavors, acm
 def test_stored_seconds_read_back_exactly(flavors, acme):
     """Usage goes to PostgreSQL in COPY's binary format: every value, whatever its exponent, reads back as
     the column stores it (three places)."""
-    values = ["0.001", "0.125", "7200", "7200.000", "1801.5", "12345678901234567.125", "0"]
+    values = ["0.001", "0.125", "7200", "7200.000", "1801.5", "1234567890.125", "0"]
     start = hour(2026, 10, 1)
     usage(start, hour(2026, 11, 1), [actions.Sample("acme", "a100", start + timedelta(hours=n), Decimal(v), Decimal(v))
                                      for n, v in enumerate(values)])
