@@ -13,11 +13,13 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from datetime import UTC, date, datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
+from struct import pack
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Case, Exists, IntegerField, OuterRef, Q, Value, When
 from django.db.models.functions import TruncDay
+from psycopg.adapt import PyFormat
 
 from gpufleet import clock
 from gpufleet.audit.record import record, record_many
@@ -104,7 +106,7 @@ def store_usage_batches(start: datetime, end: datetime,
     owners = _Owners.load()
     now = clock.now()
     skipped: dict[str, set[str]] = defaultdict(set)
-    seen: set[tuple[int, int, int, datetime]] = set()
+    seen: dict[tuple[int, int, int], set[datetime]] = {}  # hours stored so far, per (tenant, flavor, cluster)
     records, total = 0, Decimal(0)
     with transaction.atomic():
         if connection.vendor == "postgresql":
@@ -116,12 +118,14 @@ def store_usage_batches(start: datetime, end: datetime,
             UsageRecord.objects.db)  # nothing references usage rows: no cascade, no signals to honour
         for samples, unmatched in batches:
             rows = _usage_values(samples, unmatched, start, end, owners, skipped)
-            if not seen.isdisjoint(rows):
-                raise ActionError({"samples": ["two batches measured the same tenant, flavor, cluster and hour"]})
-            seen.update(rows)
+            for ids, hours in rows.items():
+                stored = seen.setdefault(ids, set())
+                if not stored.isdisjoint(hours):
+                    raise ActionError({"samples": ["two batches measured the same tenant, flavor, cluster and hour"]})
+                stored.update(hours)
             _lock_owners(rows, owners)
             total += _insert_usage(rows, now, start, end)
-            records += len(rows)
+            records += sum(map(len, rows.values()))
         if connection.vendor == "postgresql" and records >= ANALYZE_AFTER_ROWS:
             # A month COPYed at once leaves the planner with the old row count until autovacuum's next
             # analyze: drafting right after then sorted 323,400 rows on disk to group them by day
@@ -140,18 +144,25 @@ def store_usage_batches(start: datetime, end: datetime,
     return run
 
 
+# (tenant_id, flavor_id, cluster_id) -> hour -> [unit_seconds, gpu_equivalent_seconds]: plain values, not model
+# instances (a month of a large fleet is 3-5 x 10^5 rows), grouped as the unique index orders them, so the
+# COPY inserts each group's hours next to each other in the index (PostgreSQL CPU of a three-cluster month's
+# COPY 3.9-4.4 -> 2.4-3.2 s against hour-major order).
+UsageRows = dict[tuple[int, int, int], dict[datetime, list[Decimal]]]
+
+
 def _usage_values(samples: Iterable[Any], unmatched: Iterable[str], start: datetime, end: datetime,
-                  owners: _Owners, skipped: dict[str, set[str]]) -> dict[tuple[int, int, int, datetime], list[Decimal]]:
-    """(tenant_id, flavor_id, cluster_id, hour) -> [unit_seconds, gpu_equivalent_seconds]; plain values, not
-    model instances: a month of a large fleet is ~3 x 10^5 rows, so this loop is kept lean."""
-    rows: dict[tuple[int, int, int, datetime], list[Decimal]] = {}
+                  owners: _Owners, skipped: dict[str, set[str]]) -> UsageRows:
+    """The batch's rows by (tenant, flavor, cluster) ids, then hour; this loop runs once per sample, so it is
+    kept lean."""
+    rows: UsageRows = {}
     for item in unmatched:  # usage the measurer saw but no flavor matches
         skipped["unmatched"].add(item)
     tenants, flavors, clusters, placed = owners.tenants, owners.flavors, owners.clusters, owners.placed
     default = owners.default_cluster
 
-    def resolve(slug: str, flavor: str, cluster: str) -> tuple[int, int, int] | None:
-        """The ids of one (tenant, flavor, cluster), or None (its samples are skipped, and why is noted)."""
+    def resolve(slug: str, flavor: str, cluster: str) -> dict[datetime, list[Decimal]] | None:
+        """The hours of one (tenant, flavor, cluster), or None (its samples are skipped, and why is noted)."""
         tenant_id, flavor_id = tenants.get(slug), flavors.get(flavor)
         cluster_id = clusters.get(cluster) if cluster else default
         if tenant_id is None:
@@ -163,44 +174,48 @@ def _usage_values(samples: Iterable[Any], unmatched: Iterable[str], start: datet
         elif (tenant_id, cluster_id) not in placed:
             skipped["unplaced"].add(f"{slug} on {cluster or owners.cluster_names[cluster_id]}")
         else:
-            return tenant_id, flavor_id, cluster_id
+            return rows.setdefault((tenant_id, flavor_id, cluster_id), {})
         return None
 
-    # A batch's ~10^5 samples name a few hundred (tenant, flavor, cluster): resolved once each.
-    resolved: dict[tuple[str, str, str], tuple[int, int, int] | None] = {}
+    # A batch's ~10^5 samples name a few hundred (tenant, flavor, cluster), the measurer's one after another:
+    # resolved once each, and looked up again only when the next sample names another one.
+    resolved: dict[tuple[str, str, str], dict[datetime, list[Decimal]] | None] = {}
+    names: tuple[str, str, str] | None = None
+    hours: dict[datetime, list[Decimal]] | None = None
     for s in samples:
-        names = (s.tenant_slug, s.flavor, s.cluster)
-        ids = resolved.get(names, False)
-        if ids is False:
-            ids = resolved[names] = resolve(*names)
-        if ids is None:
+        if names is None or s.tenant_slug != names[0] or s.flavor != names[1] or s.cluster != names[2]:
+            names = (s.tenant_slug, s.flavor, s.cluster)
+            hours = resolved.get(names, False)  # type: ignore[arg-type]
+            if hours is False:
+                hours = resolved[names] = resolve(*names)
+        if hours is None:
             continue
         hour = s.hour_start
         unit, gpu = s.unit_seconds, s.gpu_equivalent_seconds
         if not (start <= hour < end) or unit < ZERO or gpu < ZERO:  # Decimal against Decimal: no int conversion
             raise ActionError({"samples": [f"sample {s.tenant_slug}/{s.flavor}@{hour.isoformat()} is outside "
                                            "the window or negative"]})
-        key = (*ids, hour)
-        row = rows.get(key)
+        row = hours.get(hour)
         if row is None:
-            rows[key] = [unit, gpu]
+            hours[hour] = [unit, gpu]
         else:  # the measurer should not split an hour; if it does, the parts add up
             row[0] += unit
             row[1] += gpu
     return rows
 
 
-def _lock_owners(rows: Iterable[tuple[int, int, int, datetime]], owners: _Owners) -> None:
+def _lock_owners(rows: UsageRows, owners: _Owners) -> None:
     """Lock the tenants, flavors and clusters the rows refer to as a foreign-key check would (FOR KEY
     SHARE: they cannot be deleted until this transaction ends), once each, and refuse rows whose
     referenced row vanished since `_Owners.load` (the usage table has no per-row FK triggers)."""
     if connection.vendor != "postgresql":
         return  # SQLite (demo, CLI default) serialises writers: nothing can vanish meanwhile
     wanted: dict[Any, set[int]] = {Tenant: set(), Flavor: set(), Cluster: set()}
-    for t, f, c, _ in rows:
-        wanted[Tenant].add(t)
-        wanted[Flavor].add(f)
-        wanted[Cluster].add(c)
+    for (t, f, c), hours in rows.items():
+        if hours:
+            wanted[Tenant].add(t)
+            wanted[Flavor].add(f)
+            wanted[Cluster].add(c)
     with connection.cursor() as cursor:
         for model, ids in wanted.items():
             ids -= owners.locked.setdefault(model, set())
@@ -221,33 +236,59 @@ USAGE_COLUMNS = ("tenant_id", "flavor_id", "cluster_id", "hour", "unit_seconds",
                  "collected_at", "window_start", "window_end")
 
 
-def _insert_usage(rows: dict[tuple[int, int, int, datetime], list[Decimal]], now: datetime, start: datetime,
-                  end: datetime) -> Decimal:
+def _insert_usage(rows: UsageRows, now: datetime, start: datetime, end: datetime) -> Decimal:
     """Write the rows; returns their unit-seconds. PostgreSQL gets them through one COPY per batch (a
-    month of 1,000 GPUs is ~3 x 10^5 rows); other databases in batches of model instances."""
+    month of 1,000 GPUs is 3-5 x 10^5 rows); other databases in batches of model instances."""
     if connection.vendor != "postgresql":
         UsageRecord.objects.bulk_create([
             UsageRecord(tenant_id=t, flavor_id=f, cluster_id=c, hour=h, unit_seconds=u, gpu_equivalent_seconds=g,
                         collected_at=now, window_start=start, window_end=end)
-            for (t, f, c, h), (u, g) in rows.items()], batch_size=2000)
-        return sum((u for u, _ in rows.values()), Decimal(0))
-    # COPY's text format written by hand: ids and decimals format far faster here than through the
-    # per-value dumpers of write_row, and a window has only a few hundred distinct hours.
-    stamps: dict[datetime, str] = {}
-    tail = f"\t{now.isoformat()}\t{start.isoformat()}\t{end.isoformat()}\n"
-    units: list[Decimal] = []
-    lines: list[str] = []
-    for (t, f, c, h), (u, g) in rows.items():
-        stamp = stamps.get(h)
-        if stamp is None:
-            stamp = stamps[h] = h.isoformat()
-        # %-formatting: a Decimal's __format__ (what an f-string calls) costs several times its __str__
-        lines.append("%d\t%d\t%d\t%s\t%s\t%s%s" % (t, f, c, stamp, u, g, tail))  # noqa: UP031
-        units.append(u)
-    with connection.cursor() as cursor, cursor.cursor.copy(  # psycopg 3's COPY on Django's cursor
-            f"COPY {UsageRecord._meta.db_table} ({', '.join(USAGE_COLUMNS)}) FROM STDIN") as copy:
-        copy.write("".join(lines))
+            for (t, f, c), hours in rows.items() for h, (u, g) in hours.items()], batch_size=2000)
+        return sum((u for hours in rows.values() for u, _ in hours.values()), Decimal(0))
+    # COPY's binary format written by hand: PostgreSQL then reads ids, stamps and numerics without parsing
+    # text (a three-cluster month's COPY: ~0.4 CPU-s less in PostgreSQL), and Python encodes each distinct
+    # value, hour and group once, with psycopg's own binary dumpers: a batch of ~5 x 10^4 rows has a few
+    # thousand distinct values, a few dozen hours and a few hundred groups. Decimals equal in value share
+    # an encoding (7200 and 7200.000), which the column's scale stores alike.
+    with connection.cursor() as cursor:
+        raw = cursor.cursor  # psycopg 3's cursor under Django's
+        number = raw.adapters.get_dumper(Decimal, PyFormat.BINARY)(Decimal, raw).dump
+        moment = raw.adapters.get_dumper(datetime, PyFormat.BINARY)(datetime, raw).dump
+
+        def field(data: Any) -> bytes:
+            data = bytes(data)
+            return pack("!i", len(data)) + data
+
+        numbers: dict[Decimal, bytes] = {}
+        stamps: dict[datetime, bytes] = {}
+        tail = field(moment(now)) + field(moment(start)) + field(moment(end))
+        units: list[Decimal] = []
+        parts: list[bytes] = [COPY_BINARY_HEADER]
+        add = parts.extend
+        for (t, f, c), hours in rows.items():
+            head = pack("!hiqiqiq", len(USAGE_COLUMNS), 8, t, 8, f, 8, c)
+            for h, (u, g) in hours.items():
+                stamp = stamps.get(h)
+                if stamp is None:
+                    stamp = stamps[h] = field(moment(h))
+                unit = numbers.get(u)
+                if unit is None:
+                    unit = numbers[u] = field(number(u))
+                gpu = numbers.get(g)
+                if gpu is None:
+                    gpu = numbers[g] = field(number(g))
+                add((head, stamp, unit, gpu, tail))
+                units.append(u)
+        parts.append(COPY_BINARY_TRAILER)
+        with raw.copy(f"COPY {UsageRecord._meta.db_table} ({', '.join(USAGE_COLUMNS)}) FROM STDIN (FORMAT binary)"
+                      ) as copy:
+            copy.write(b"".join(parts))
     return sum(units, Decimal(0))
+
+
+# PostgreSQL's binary COPY framing: signature, flags, header extension length; a field count of -1 ends it.
+COPY_BINARY_HEADER = b"PGCOPY\n\xff\r\n\x00" + pack("!ii", 0, 0)
+COPY_BINARY_TRAILER = pack("!h", -1)
 
 
 # --- prices ---------------------------------------------------------------------------------------
@@ -406,17 +447,43 @@ def _billing_currency(currency: str | None) -> str:
     return currency
 
 
-def _usage_rows(tenant_ids: Iterable[int], start: datetime, end: datetime) -> dict[int, list[invoicing.UsageRow]]:
-    """Usage per tenant, flavor, cluster and UTC day: prices change at day boundaries, so a day is the
-    finest grain pricing needs (and 24x fewer rows than hours). One query for every tenant drafted."""
-    qs = (UsageRecord.objects.filter(tenant_id__in=list(tenant_ids), hour__gte=start, hour__lt=end)
-          .annotate(day=TruncDay("hour", tzinfo=UTC)).values("tenant_id", "flavor_id", "cluster_id", "day")
-          .annotate(u=ExactSum("unit_seconds"), g=ExactSum("gpu_equivalent_seconds"))
-          .order_by("day", "flavor_id", "cluster_id"))
+def _usage_sums(tenant_ids: list[int], start: datetime, end: datetime, grain: str, expression: Any) -> Any:
+    """(tenant, flavor, cluster, grain, unit-seconds, GPU-equivalent seconds) of [start, end), summed per
+    value of `expression` (named `grain`)."""
+    return (UsageRecord.objects.filter(tenant_id__in=tenant_ids, hour__gte=start, hour__lt=end)
+            .annotate(**{grain: expression}).values("tenant_id", "flavor_id", "cluster_id", grain)
+            .annotate(u=ExactSum("unit_seconds"), g=ExactSum("gpu_equivalent_seconds"))
+            .order_by(grain, "flavor_id", "cluster_id")
+            .values_list("tenant_id", "flavor_id", "cluster_id", grain, "u", "g"))
+
+
+def _usage_rows(tenant_ids: Iterable[int], start: datetime, end: datetime,
+                book: invoicing.PriceBook) -> dict[int, list[invoicing.UsageRow]]:
+    """Usage per tenant, flavor, cluster and stretch of days with one price book (`hour` = the stretch's
+    first day). Prices start and end only at day boundaries (`PriceBook.change_days`), so inside a stretch
+    every flavor and cluster has one price or none, and its rows price exactly as the day rows they sum: a
+    month without a price change is one row per tenant, flavor and cluster instead of one per day (200
+    tenants on three clusters: 1,800 rows instead of 34,230, and PostgreSQL groups on the ids alone). A
+    tenant with usage that no price covers gets day rows instead, so the error names each such day as
+    before. One query for every tenant (two when some lack a price)."""
+    ids = list(tenant_ids)
+    firsts = [start] + [datetime(d.year, d.month, d.day, tzinfo=UTC)
+                        for d in book.change_days(start.date(), end.date())]
+    # the stretch's number n: its first day is firsts[n]
+    stretch = Case(*(When(hour__lt=first, then=Value(n)) for n, first in enumerate(firsts[1:])),
+                   default=Value(len(firsts) - 1), output_field=IntegerField())
     names = dict(Flavor.objects.values_list("id", "name"))
     out: dict[int, list[invoicing.UsageRow]] = defaultdict(list)
-    for t, f, c, day, u, g in qs.values_list("tenant_id", "flavor_id", "cluster_id", "day", "u", "g"):
-        out[t].append(invoicing.UsageRow(f, names[f], day, u, g, c))
+    unpriced: set[int] = set()
+    for t, f, c, n, u, g in _usage_sums(ids, start, end, "stretch", stretch):
+        if u > 0 and book.find(f, c, firsts[n].date()) is None:
+            unpriced.add(t)
+        out[t].append(invoicing.UsageRow(f, names[f], firsts[n], u, g, c))
+    if unpriced:
+        for t in unpriced:
+            out[t] = []
+        for t, f, c, day, u, g in _usage_sums(sorted(unpriced), start, end, "day", TruncDay("hour", tzinfo=UTC)):
+            out[t].append(invoicing.UsageRow(f, names[f], day, u, g, c))
     return out
 
 
@@ -521,8 +588,9 @@ def _load_batch(tenant_ids: list[int], period: date, currency: str) -> _Batch:
     history = set(Invoice.objects.filter(tenant_id__in=tenant_ids, currency=currency, period__lt=period,
                                          state=Invoice.State.FINALIZED).values_list("tenant_id", flat=True))
     fleet = _fleet_idle(start, end) if conf.flag("GPUFLEET_BILLING_IDLE_SHARE") else None
-    return _Batch(period, currency, start, end, invoicing.PriceBook(_price_rows(currency)), _places(),
-                  _usage_rows(tenant_ids, start, end), live, voided, history, fleet)
+    prices = invoicing.PriceBook(_price_rows(currency))
+    return _Batch(period, currency, start, end, prices, _places(), _usage_rows(tenant_ids, start, end, prices), live,
+                  voided, history, fleet)
 
 
 @dataclass
@@ -577,22 +645,37 @@ def _write_drafts(drafted: list[_Drafted]) -> None:
     redrafted = [d.invoice.pk for d in drafted if d.before is not None]
     if redrafted:  # nothing refers to lines
         InvoiceLine.objects.filter(invoice_id__in=redrafted)._raw_delete(InvoiceLine.objects.db)
-    InvoiceLine.objects.bulk_create([
-        InvoiceLine(invoice=d.invoice, position=i, kind=line.kind, flavor_id=line.flavor_id,
-                    flavor_name=line.flavor_name, cluster_id=line.place.cluster_id,
-                    cluster_name=line.place.cluster_name, region=line.place.region,
-                    region_name=line.place.region_name, availability_zone=line.place.availability_zone,
-                    description=line.description[:300],
-                    charge_start=line.charge_start, charge_end=line.charge_end, quantity=line.quantity,
-                    unit_price=line.unit_price, amount=line.amount, unit_seconds=line.unit_seconds,
-                    gpu_equivalent_seconds=line.gpu_equivalent_seconds, price_id=line.price_id,
-                    billed_unit_seconds=line.billed_unit_seconds,
-                    measured_unit_seconds=line.measured_unit_seconds, adjusts_id=line.adjusts_id)
-        for d in drafted for i, line in enumerate(d.lines, start=1)
-    ], batch_size=1000)
+    _insert_lines([
+        (d.invoice.pk, i, line.kind, line.flavor_id, line.flavor_name, line.place.cluster_id, line.place.cluster_name,
+         line.place.region, line.place.region_name, line.place.availability_zone, line.description[:300],
+         line.charge_start, line.charge_end, line.quantity, line.unit_price, line.amount, line.unit_seconds,
+         line.gpu_equivalent_seconds, line.price_id, line.billed_unit_seconds, line.measured_unit_seconds,
+         line.adjusts_id)
+        for d in drafted for i, line in enumerate(d.lines, start=1)])
     record_many(("billing.invoice.draft", d.invoice,
                  {"before": d.before, "after": _snapshot(d.invoice), "tenant_slug": d.invoice.tenant.slug})
                 for d in drafted)
+
+
+LINE_COLUMNS = ("invoice_id", "position", "kind", "flavor_id", "flavor_name", "cluster_id", "cluster_name", "region",
+                "region_name", "availability_zone", "description", "charge_start", "charge_end", "quantity",
+                "unit_price", "amount", "unit_seconds", "gpu_equivalent_seconds", "price_id", "billed_unit_seconds",
+                "measured_unit_seconds", "adjusts_id")
+
+
+def _insert_lines(rows: list[tuple[Any, ...]]) -> None:
+    """Invoice lines, values in LINE_COLUMNS order. PostgreSQL gets one COPY: a month of 200 tenants on three
+    clusters is 1,800 lines of 22 values, which bulk_create prepared field by field and the client cursor
+    quoted one by one (~0.15 s of a 0.5 s draft); COPY's rows go through psycopg's C dumpers, and the
+    database stores the same values (its numeric columns round to their scale either way)."""
+    if connection.vendor != "postgresql":
+        InvoiceLine.objects.bulk_create([InvoiceLine(**dict(zip(LINE_COLUMNS, row, strict=True))) for row in rows],
+                                        batch_size=1000)
+        return
+    with connection.cursor() as cursor, cursor.cursor.copy(  # psycopg 3's COPY on Django's cursor
+            f"COPY {InvoiceLine._meta.db_table} ({', '.join(LINE_COLUMNS)}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
 
 
 def draft_invoice(tenant: Tenant, period: Any, currency: str | None = None,

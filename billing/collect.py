@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
-from gpufleet import clock
+from gpufleet import clock, gcpause
 from infra.metrics import MetricsClient
 from scheduling.models import Cluster, Flavor, default_cluster_id
 from tenants.errors import ActionError
@@ -112,10 +112,13 @@ def collect(start: datetime, end: datetime, client: metering.RangeQuerier | None
                 + (f" on {u.cluster}" if u.cluster else "") for u in report.unmatched})
 
     pool = ThreadPoolExecutor(max_workers=in_flight, thread_name_prefix="billing-measure")
-    try:
-        return actions.store_usage_batches(start, end, batches(pool))
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    # Decoding, totalling and storing a month allocate millions of short-lived lists and tuples and build
+    # no reference cycles: the cyclic collector's passes over them cost more than the work (gcpause).
+    with gcpause.paused():
+        try:
+            return actions.store_usage_batches(start, end, batches(pool))
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _spans(start: datetime, end: datetime) -> Iterator[tuple[datetime, datetime]]:

@@ -79,6 +79,13 @@ class PriceBook:
             self.by_id[price.id] = price
             self._by_key[(price.flavor_id, price.cluster_id)].append(price)
 
+    def change_days(self, after: date, before: date) -> list[date]:
+        """The days strictly between `after` and `before` on which some price starts or ends. Between two
+        consecutive such days `find` gives every (flavor, cluster) the same answer on every day."""
+        days = {price.effective_from for price in self.by_id.values()}
+        days |= {price.effective_to for price in self.by_id.values() if price.effective_to is not None}
+        return sorted(day for day in days if after < day < before)
+
     def find(self, flavor_id: int, cluster_id: int | None, day: date) -> PriceRow | None:
         if cluster_id is not None:
             for price in self._by_key.get((flavor_id, cluster_id), ()):

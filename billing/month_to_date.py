@@ -73,10 +73,10 @@ def _month_to_date(tenant_ids: list[int], now: datetime | None, currency: str | 
     currency = _billing_currency(currency)
     newest_of = dict(UsageRecord.objects.filter(tenant_id__in=tenant_ids, hour__gte=start, hour__lt=end)
                      .values_list("tenant_id").annotate(newest=Max("hour")).order_by())
-    prices = _price_rows(currency)
+    prices = invoicing.PriceBook(_price_rows(currency))
     spent: dict[int, Decimal] = {}
     missing: dict[int, list[str]] = {}
-    for tenant_id, rows in _usage_rows(tenant_ids, start, end).items():
+    for tenant_id, rows in _usage_rows(tenant_ids, start, end, prices).items():
         draft = invoicing.usage_lines(rows, prices, start, end, currency)
         spent[tenant_id] = draft.total
         missing[tenant_id] = list(draft.missing_prices)

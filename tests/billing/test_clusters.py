@@ -15,7 +15,8 @@ from __future__ import annotations
 import csv
 import io
 import json
-from datetime import UTC, datetime
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
@@ -264,3 +265,40 @@ def test_invoices_of_one_cluster_read_as_before(billed):
     (line,) = invoice.lines.all()
     assert line.description.startswith("a100: 1.000000 unit-hours") and line.cluster_name == "default"
     assert Invoice.objects.filter(tenant=solo).count() == 1
+
+
+def test_lines_from_stretches_between_price_changes_equal_lines_from_days(billed):
+    """Drafting sums usage per stretch of days between price changes, not per day: the lines are exactly
+    those of day rows, with prices changing mid-month on every cluster and on one cluster only."""
+    acme, _, flavors = billed
+    actions.set_price("a100", "2.20", "USD", "2026-10-10")  # every cluster (training's price) from the 10th
+    actions.set_price("a100", "3.30", "USD", "2026-10-20", cluster="inference")
+    actions.set_price("a100-3g", "1.10", "USD", "2026-10-25")
+    start, end = hour(2026, 10, 1), hour(2026, 11, 1)
+    samples = []
+    for n, (flavor, cluster) in enumerate((("a100", "training"), ("a100", "inference"), ("a100-3g", "inference"))):
+        weight = flavors[flavor].weight
+        for h in range(n, 31 * 24, 7):
+            units = D(1000 + h) + D("0.5")
+            samples.append(actions.Sample("acme", flavor, start + timedelta(hours=h), units,
+                                          (units * weight).quantize(D("0.001")), cluster))
+    actions.store_usage(start, end, samples)
+    book, places = invoicing.PriceBook(actions._price_rows("USD")), actions._places()
+    stretches = actions._usage_rows([acme.pk], start, end, book)[acme.pk]
+    summed: dict[tuple[int, int, datetime], list[Decimal]] = defaultdict(lambda: [D(0), D(0)])
+    for r in UsageRecord.objects.filter(tenant=acme):
+        day = summed[(r.flavor_id, r.cluster_id, r.hour.replace(hour=0))]
+        day[0] += r.unit_seconds
+        day[1] += r.gpu_equivalent_seconds
+    names = {f.pk: f.name for f in flavors.values()}
+    days = [invoicing.UsageRow(f, names[f], day, u, g, cluster) for (f, cluster, day), (u, g) in sorted(summed.items())]
+
+    def lines(rows: list[invoicing.UsageRow]) -> list[tuple]:
+        return [(ln.flavor_name, ln.place, ln.price_id, ln.charge_start, ln.charge_end, ln.quantity, ln.amount,
+                 ln.unit_seconds, ln.gpu_equivalent_seconds, ln.description)
+                for ln in invoicing.usage_lines(rows, book, start, end, "USD", places).lines]
+
+    # the month cut on the 10th, 20th and 25th: four stretches per flavor and cluster, not ~31 days
+    assert len(stretches) == 3 * 4 < len(days)
+    assert lines(stretches) == lines(days)
+    assert len(lines(days)) == 6  # each flavor and cluster: the price before and after its change

@@ -27,3 +27,25 @@ def test_tasks_cover_the_window_once_three_days_then_days(hours, expected):
     assert [int((upper - lower) / timedelta(hours=1)) for lower, upper in spans] == expected
     assert spans[0][0] == START and spans[-1][1] == end
     assert all(earlier[1] == later[0] for earlier, later in pairwise(spans))
+
+
+@pytest.mark.django_db
+def test_collect_pauses_automatic_garbage_collection_while_it_runs():
+    """Measuring and storing run with the cyclic collector paused (gcpause), and it is back on afterwards."""
+    import gc
+
+    from billing import collect
+    from tests.billing.helpers import catalog
+
+    catalog()
+    states: list[bool] = []
+
+    class Recorder:
+        def range(self, query: str, start: datetime, end: datetime, step_seconds: int) -> list:
+            states.append(gc.isenabled())
+            return []
+
+    assert gc.isenabled()
+    run = collect.collect(START, START + timedelta(days=1), client=Recorder())
+    assert run.records == 0 and states and not any(states)
+    assert gc.isenabled()

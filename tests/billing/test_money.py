@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, timedelta
 from decimal import Decimal
 
 import pytest
@@ -40,6 +40,41 @@ def test_collecting_a_window_twice_replaces(flavors, acme):
     october_usage(flavors)
     assert UsageRecord.objects.count() == 4
     assert sum(r.unit_seconds for r in UsageRecord.objects.all()) == Decimal(3 * 7200 + 1800)
+
+
+def test_batches_store_each_group_and_hour_once_in_any_sample_order(flavors, acme):
+    """Samples of one tenant, flavor and hour add up wherever they stand in a batch (the measurer sends a
+    group's hours one after another, other callers need not); two batches with the same hour are refused."""
+    tenants("beta")
+    at, later = hour(2026, 10, 3, 10), hour(2026, 10, 3, 11)
+    interleaved = [sample("acme", flavors["a100"], at, "100"), sample("beta", flavors["a100"], at, "5"),
+                   sample("acme", flavors["a100-3g"], at, "7"), sample("acme", flavors["a100"], at, "20"),
+                   sample("acme", flavors["a100"], later, "1"), sample("beta", flavors["a100"], at, "6")]
+    start, end = hour(2026, 10, 1), hour(2026, 11, 1)
+    run = actions.store_usage_batches(start, end, [(interleaved, []),
+                                                   ([sample("acme", flavors["a100"], hour(2026, 10, 4), "3")], [])])
+    stored = {(r.tenant.slug, r.flavor.name, r.hour): r.unit_seconds for r in UsageRecord.objects.all()}
+    assert stored == {("acme", "a100", at): Decimal(120), ("beta", "a100", at): Decimal(11),
+                      ("acme", "a100-3g", at): Decimal(7), ("acme", "a100", later): Decimal(1),
+                      ("acme", "a100", hour(2026, 10, 4)): Decimal(3)}
+    assert run.records == 5 and run.unit_seconds == Decimal(142)
+    again = [([sample("acme", flavors["a100"], at, "1")], []), ([sample("acme", flavors["a100"], at, "2")], [])]
+    with pytest.raises(ActionError) as err:
+        actions.store_usage_batches(start, end, again)
+    assert "two batches" in err.value.errors["samples"][0]
+    assert UsageRecord.objects.count() == 5  # the failed run changed nothing
+
+
+def test_stored_seconds_read_back_exactly(flavors, acme):
+    """Usage goes to PostgreSQL in COPY's binary format: every value, whatever its exponent, reads back as
+    the column stores it (three places)."""
+    values = ["0.001", "0.125", "7200", "7200.000", "1801.5", "1234567890.125", "0"]
+    start = hour(2026, 10, 1)
+    usage(start, hour(2026, 11, 1), [actions.Sample("acme", "a100", start + timedelta(hours=n), Decimal(v), Decimal(v))
+                                     for n, v in enumerate(values)])
+    stored = UsageRecord.objects.order_by("hour").values_list("unit_seconds", "gpu_equivalent_seconds", "hour")
+    assert [(str(u), str(g), at) for u, g, at in stored] == [
+        (f"{Decimal(v):.3f}", f"{Decimal(v):.3f}", start + timedelta(hours=n)) for n, v in enumerate(values)]
 
 
 def test_totals_reproduce_to_the_cent_with_bankers_rounding(flavors, acme):
@@ -116,6 +151,18 @@ def test_usage_without_a_price_is_refused(flavors, acme):
         actions.draft_invoice(acme, "2026-10")
     assert "a100" in err.value.errors["price"][0]
     assert Invoice.objects.count() == 0 and InvoiceLine.objects.count() == 0
+
+
+def test_usage_without_a_price_names_each_unpriced_day(flavors, acme):
+    """Drafting sums a month between price changes, but usage no price covers is still named day by day."""
+    actions.set_price("a100", "2.00", "USD", "2026-10-15")
+    usage(hour(2026, 10, 1), hour(2026, 11, 1), [
+        sample("acme", flavors["a100"], at, "3600")
+        for at in (hour(2026, 10, 2, 5), hour(2026, 10, 2, 6), hour(2026, 10, 5, 1), hour(2026, 10, 20, 3))])
+    with pytest.raises(ActionError) as err:
+        actions.draft_invoice(acme, "2026-10")
+    assert err.value.errors["price"] == ["no USD price for a100 on 2026-10-02, a100 on 2026-10-05 (tenant acme)"]
+    assert Invoice.objects.count() == 0
 
 
 @pytest.fixture

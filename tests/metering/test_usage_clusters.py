@@ -73,6 +73,10 @@ def test_usage_splits_by_cluster_exactly(victoria, metrics, year, dialect):
     }
     mig = next(s for s in report.samples if s.flavor == "a100-3g" and s.hour_start.hour == 10)
     assert mig.gpu_equivalent_seconds == D("1542.960")  # 3600 x 0.4286
+    # the contract's order (tenant, flavor, cluster, hour): the order of the usage table's unique index
+    assert [(s.tenant_slug, s.flavor, s.cluster, s.hour_start.hour) for s in report.samples] == [
+        ("acme", "a100-share", "dev", 10), ("acme", "h100", "inference", 10), ("acme", "h100", "training", 10),
+        ("beta", "a100-3g", "inference", 9), ("beta", "a100-3g", "inference", 10), ("gamma", "h100", "dev", 11)]
     assert report.unmatched == []
     # all three clusters in one query per kind; the hourly method (MetricsQL's default) adds the list of
     # HAMi-managed GPUs and the per-slot query for the one here (GPU-0 on dev), still one for all clusters
