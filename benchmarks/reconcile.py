@@ -109,6 +109,12 @@ def _restore(url: str, state: Path, opts: argparse.Namespace, gitops: Path) -> b
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
     shutil.copytree(saved / "gitops", gitops, symlinks=True)
+    # The copies are new files (inodes, times): the index's stat data of every entry is stale, and the first
+    # `git status` would put all 160,000 refreshed entries into the split index's own part, which every later
+    # `update-index` rewrites (12 MB: an event's re-index 150 ms instead of 50). Refresh and compact here,
+    # untimed, so the restored repository is what the cold pass left.
+    _git(gitops, "update-index", "-q", "--refresh")
+    _git(gitops, "-c", "splitIndex.maxPercentChange=0", "update-index", "--split-index")
     return True
 
 
@@ -282,6 +288,24 @@ def _peak_rss_kb() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
+def _creation_us(folder: Path, count: int = 3200) -> float:
+    """Kernel CPU per file created in a tree like the repository's (16 files per folder), in microseconds.
+
+    Printed because it is the environment, not the code: on this machine's ext4 it is ~20 us in a fresh
+    region of the disk and 400-1,000 us in one where ~10^5 files were just deleted (earlier runs' repositories),
+    which adds minutes of system CPU to a cold pass of 10,000 tenants (benchmarks/README.md, "Reconcile")."""
+    probe = folder / "fs-probe"
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_stime
+    for d in range(count // 16):
+        sub = probe / f"t{d:04d}"
+        sub.mkdir(parents=True)
+        for f in range(16):
+            (sub / f"o{f}.yaml").write_bytes(b"x" * 900)
+    spent = resource.getrusage(resource.RUSAGE_SELF).ru_stime - before
+    # Left in place (the temporary folder goes at the end): deleting files is what slows the next creations.
+    return spent / count * 1e6
+
+
 def _repository_mb(gitops: Path) -> tuple[float, float]:
     """(tracked files' bytes, the whole repository on disk incl. .git), in MB."""
     files = sum(p.stat().st_size for p in gitops.glob("**/*.yaml"))
@@ -357,6 +381,8 @@ def main() -> int:
             t0 = time.perf_counter()
             os.sync()
             print(f"settled the setup's writes (sync, untimed): {time.perf_counter() - t0:.1f} s")
+            print(f"file creation where the repository lives ({gitops.parent}): {_creation_us(gitops.parent):.0f} us "
+                  f"of kernel CPU per file (a cold pass creates ~18 per tenant; see benchmarks/README.md)")
             cold, count = _run(opts, "cold", reconcile_all)
         files = sum(1 for _ in gitops.glob("clusters/*/tenants/*/*.yaml"))
         platform_files = sum(1 for _ in gitops.glob("clusters/*/platform/*.yaml"))

@@ -74,6 +74,8 @@ INDEX_CONFIG = {
     "core.splitIndex": "true",
     "core.untrackedCache": "true",
     "splitIndex.sharedIndexExpire": "1.hour.ago",
+    # - the split part kept small: see git.BULK_SPLIT_PERCENT.
+    "splitIndex.maxPercentChange": "2",
 }
 
 # Repository path -> the HEAD/main fingerprint whose main `health.repair_main` last found sound.
@@ -582,6 +584,13 @@ class GitOpsBackend:
                     self._pending_path().unlink(missing_ok=True)
             finally:
                 self._batch = None
+
+    def settle_index(self) -> None:
+        """After a pass of large commits (tenants.fleet calls it at the end of a fleet pass): compact the
+        split index once, so the next single change re-indexes against a small split part (git.py)."""
+        if not self.git.index_settled:
+            with self.locked():
+                self.git.settle_index()
 
     def in_sync(self, owner: str, manifests: list[Manifest]) -> bool:
         """Read-only, lock-free check: would `apply` change nothing? See `token_in_sync`."""
