@@ -292,12 +292,12 @@ def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet rec
     chunks = list(_chunks(dirty, CHUNK))
     with _prerendering(chunks, views, ctx, backend) as ahead:
         _reconcile_chunks(result, chunks, ahead, rows, views, backend, ctx, ctx_key, seen, batch, message)
-    settle = getattr(backend, "settle_index", None)  # GitOps: one compaction after a pass's large commits
-    if settle is not None:
+    maintain = getattr(backend, "maintain", None)  # GitOps: index compaction and pack merging, off the event path
+    if maintain is not None:
         try:
-            settle()
-        except InfraError:  # nothing is lost: the next small change pays for the larger index instead
-            log.warning("fleet reconcile: compacting the GitOps index failed", exc_info=True)
+            maintain()
+        except InfraError:  # nothing is lost: the next pass tries again (and a commit repacks past a hard limit)
+            log.warning("fleet reconcile: GitOps repository upkeep failed", exc_info=True)
     _KNOWN.clear()
     _KNOWN.update(seen)
     return result

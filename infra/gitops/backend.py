@@ -585,12 +585,13 @@ class GitOpsBackend:
             finally:
                 self._batch = None
 
-    def settle_index(self) -> None:
-        """After a pass of large commits (tenants.fleet calls it at the end of a fleet pass): compact the
-        split index once, so the next single change re-indexes against a small split part (git.py)."""
-        if not self.git.index_settled:
+    def maintain(self) -> None:
+        """At the end of a fleet pass (tenants.fleet): the repository upkeep kept off the event path --
+        compact the split index after large commits, merge small packs (`Git.maintain`). A no-op pass with
+        nothing due takes no lock."""
+        if self.git.maintenance_due():
             with self.locked():
-                self.git.settle_index()
+                self.git.maintain()
 
     def in_sync(self, owner: str, manifests: list[Manifest]) -> bool:
         """Read-only, lock-free check: would `apply` change nothing? See `token_in_sync`."""

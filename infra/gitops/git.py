@@ -46,9 +46,13 @@ def _whole_folders(changes: Mapping[str, bytes | None], new_folders: Collection[
     return {folder: files for folder, files in whole.items() if files and folder not in spoiled}
 
 
-# Every commit through `commit_files` is one small pack; past this many, the recent ones are merged
-# (`git repack --geometric`: cost proportional to the small packs, never a full repack).
+# Every commit through `commit_files` is one small pack (fast-import keeps it: unpacking a one-tenant
+# commit into loose objects was a child process on the event path, 30 ms of fast-import's 40, and left
+# loose objects nothing ever packed); past this many, a fleet pass merges the recent ones (`maintain`:
+# `git repack --geometric`, cost proportional to the small packs -- ~0.2 s for 25 -- off the event path).
 PACKS_BEFORE_REPACK = 24
+# ... and a commit does so itself only past this many (no fleet pass for a long time).
+PACKS_HARD_LIMIT = 256
 # Changes of at most this many paths are re-indexed while fast-import runs (`commit_files`: the event path);
 # larger ones (a chunk of the cold pass) after it, when their blobs are already packed.
 OVERLAP_REINDEX_MAX_PATHS = 64
@@ -57,7 +61,7 @@ OVERLAP_REINDEX_MAX_PATHS = 64
 # (backend.INDEX_CONFIG: 2 %, ~3,200 entries at 10,000 tenants). At git's default, 20 %, it reached 12 MB
 # after a cold pass and a one-file event's `update-index` took 150 ms instead of 50 (measured at 10,000
 # tenants over 3 clusters). Large commits (a cold pass's chunks) run at the default instead, so a pass
-# does not rewrite the 26 MB shared index at every chunk; `settle_index` compacts once after them.
+# does not rewrite the 26 MB shared index at every chunk; `maintain` compacts once after them.
 BULK_SPLIT_PERCENT = 20
 
 
@@ -76,7 +80,7 @@ class Git:
             "GIT_CONFIG_GLOBAL": os.devnull,
             "GIT_TERMINAL_PROMPT": "0",
         }
-        self.index_settled = True  # False after a large commit's re-index (`settle_index`)
+        self.index_settled = True  # False after a large commit's re-index (`maintain`)
 
     def run(
         self, *args: str, input_: str | None = None, check: bool = True, env: dict[str, str] | None = None
@@ -225,7 +229,8 @@ class Git:
         # overlapped costs far more than it saves (measured at 10,000 tenants: 47 overlapped re-indexes took
         # 35 s of the cold pass; 3,500 new paths take 0.46 s with their blobs missing, 0.04 s once packed).
         index = ["update-index", "--add", "--remove", "-z", "--stdin"]
-        fast_import = ["fast-import", "--quiet", "--done", f"--export-marks={marks}"]
+        fast_import = ["-c", "fastimport.unpackLimit=1", "fast-import", "--quiet", "--done",
+                       f"--export-marks={marks}"]
         if len(changes) <= OVERLAP_REINDEX_MAX_PATHS:
             indexer = self._start(index, reindex)
             try:
@@ -240,7 +245,7 @@ class Git:
         head = exported[":1"].strip()
         marks.unlink(missing_ok=True)
         reindex.unlink(missing_ok=True)
-        self._repack_if_needed()
+        self._repack_if_needed(PACKS_HARD_LIMIT)
         return head
 
     def _stream(self, changes: Mapping[str, bytes | None], message: str, whole: dict[str, dict[str, bytes]],
@@ -305,12 +310,17 @@ class Git:
                 raise TransientError(f"git {name}: repository busy: {message}", delay=2)
             raise PermanentError(f"git {name} failed: {message}")
 
-    def settle_index(self) -> None:
-        """After large commits: write a new shared index if the split part outgrew the configured share
-        (one rewrite, ~150 ms at 10,000 tenants), so the next small change rewrites a small file."""
+    def maintenance_due(self) -> bool:
+        return not self.index_settled or self._packs() > PACKS_BEFORE_REPACK
+
+    def maintain(self) -> None:
+        """Off the event path (a fleet pass calls it): after large commits, write a new shared index if the
+        split part outgrew the configured share (one rewrite, ~150 ms at 10,000 tenants), so the next small
+        change rewrites a small file; and merge the small packs the commits since the last time left."""
         if not self.index_settled:
             self._run_bytes(["update-index", "--split-index"], b"")
             self.index_settled = True
+        self._repack_if_needed(PACKS_BEFORE_REPACK)
 
     def reindex_interrupted(self) -> None:
         """Re-index the paths of a `commit_files` that died between its commit and its `update-index`."""
@@ -323,13 +333,14 @@ class Git:
                 self._run_bytes(["update-index", "--add", "--remove", "-z", "--stdin"], paths)
             pending.unlink(missing_ok=True)
 
-    def _repack_if_needed(self) -> None:
-        pack_dir = self.git_dir() / "objects" / "pack"
+    def _packs(self) -> int:
         try:
-            packs = sum(1 for entry in os.scandir(pack_dir) if entry.name.endswith(".pack"))
+            return sum(1 for entry in os.scandir(self.git_dir() / "objects" / "pack") if entry.name.endswith(".pack"))
         except FileNotFoundError:
-            return
-        if packs > PACKS_BEFORE_REPACK:
+            return 0
+
+    def _repack_if_needed(self, limit: int) -> None:
+        if self._packs() > limit:
             self.run("repack", "--geometric=2", "-d", "-q")
 
     def _run_bytes(self, args: list[str], data: bytes) -> bytes:
