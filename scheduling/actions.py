@@ -430,14 +430,17 @@ def quota_cluster(tenant: Tenant, cluster: Any, row: Flavor | None, nominal: int
     covers -- the nominal quotas of every tenant on it fit its capacity (x overcommit, plus its node pools)."""
     from .models_clusters import Placement
 
+    placed = False  # known to be placed there without asking (its home placement)
     if cluster in (None, ""):
         home = Placement.objects.filter(tenant=tenant, home=True).select_related("cluster").first()
         found = home.cluster if home else Cluster.objects.get(pk=default_cluster_id())
+        placed = home is not None
     else:
         found = Cluster.objects.filter(name=cluster).first() if isinstance(cluster, str) else None
         if found is None:
             raise ActionError({"cluster": [f"unknown cluster {cluster!r}"]})
-    if found.name != DEFAULT_CLUSTER and not Placement.objects.filter(tenant=tenant, cluster=found).exists():
+    if (found.name != DEFAULT_CLUSTER and not placed
+            and not Placement.objects.filter(tenant=tenant, cluster=found).exists()):
         raise ActionError({"cluster": [f"tenant '{tenant.slug}' is not placed on cluster '{found.name}' "
                                        "(propose a placement first)"]})
     if row is None or nominal is None or found.name == DEFAULT_CLUSTER:

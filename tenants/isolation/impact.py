@@ -37,8 +37,9 @@ def _quota_lines(rows: Any, allowed: frozenset[str]) -> list[str]:
     ]
 
 
-def disallowed_workloads(tenant: Any) -> list[str]:
-    allowed = frozenset(policy.allowed_modes(tenant))
+def disallowed_workloads(tenant: Any, allowed: frozenset[str] | None = None) -> list[str]:
+    """`allowed`: the tenant's allowed modes when the caller already read them."""
+    allowed = frozenset(policy.allowed_modes(tenant)) if allowed is None else allowed
     lines: list[str] = []
     for check in (quota_impact, *IMPACT_CHECKS):
         lines.extend(check(tenant, allowed))
@@ -47,7 +48,8 @@ def disallowed_workloads(tenant: Any) -> list[str]:
 
 def gpu_modes_condition(tenant: Any) -> dict[str, str]:
     """A Kubernetes-style condition for the tenant's status (reconcile merges it)."""
-    return _condition(tenant, policy.allowed_modes(tenant), disallowed_workloads(tenant))
+    allowed = frozenset(policy.allowed_modes(tenant))  # once: two queries, on every single reconcile
+    return _condition(tenant, allowed, disallowed_workloads(tenant, allowed))
 
 
 def gpu_modes_conditions_many(tenants: list[Any]) -> dict[int, dict[str, str]]:
