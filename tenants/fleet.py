@@ -21,7 +21,6 @@ HEAD's tree, `git status`, the drift record): a hand edit is found whatever the 
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import logging
 import os
@@ -33,7 +32,7 @@ from typing import Any, TypeVar
 from django.conf import settings
 from django.db import connection
 
-from gpufleet import clock
+from gpufleet import clock, gcpause
 from infra.backend import ApplyResult, Backend
 from infra.errors import InfraError, TransientError
 
@@ -109,23 +108,6 @@ def inputs_key(ctx_key: bytes, view: TenantView) -> bytes:
     # `repr` of the frozen dataclasses keeps every field, its type and order; anything it could not
     # tell apart would only be a miss, never a wrong hit, unless two different inputs print the same.
     return hashlib.blake2b(ctx_key + repr(view).encode(), digest_size=16).digest()
-
-
-@contextmanager
-def _no_cycle_collection() -> Iterator[None]:
-    """Python's cycle collector paused while the pass loads and checks the fleet. That part allocates millions
-    of objects that live until it ends (rows, views, keys), and each time the young objects outgrow a quarter of
-    the old ones the collector walks the whole heap again, finding next to nothing: at 10,000 tenants, 3 full
-    collections of 0.6-0.8 s of wall each per pass at load 12 (measured with `gc.callbacks`). What it
-    allocates is freed by reference counting when the pass ends; anything cyclic is collected once the
-    collector runs again. Not around the reconciles of changed tenants: those may create cyclic garbage."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _needs_render(tenant: Tenant) -> bool:
@@ -252,7 +234,12 @@ def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet rec
     clean_ids: list[int] = []
     ctx_key = context_key(ctx, backend)
     seen: dict[bytes, Known] = {}
-    with _no_cycle_collection():
+    # The cycle collector paused while the pass loads and checks the fleet: that part allocates millions of
+    # objects that live until it ends (rows, views, keys), and each time the young objects outgrow a quarter
+    # of the old ones the collector walks the whole heap again, finding next to nothing (at 10,000 tenants, 3
+    # full collections of 0.6-0.8 s of wall each per pass at load 12, measured with `gc.callbacks`). Not
+    # around the reconciles of changed tenants: those may create cyclic garbage.
+    with gcpause.paused():
         # Not the applied object list: the pass never reads it, and at 10,000 tenants it is most of the rows; nor the
         # status fields (conditions, time stamps), which only a reconcile reads, from the row it locks and reloads.
         tenants = list(Tenant.objects.live().order_by("pk").defer(
