@@ -5,7 +5,8 @@ is the history of what gpufleet wanted and when.
 
 Cost follows the change, not the fleet (benchmarks/reconcile.py, 10,000 tenants = 160,000 files):
 - a commit is one `git fast-import` of the changed files on top of main plus an `update-index` of
-  just those paths (`Git.commit_files`): `git add`/`git commit` read and rewrite the whole index;
+  just those paths (`Git.commit_files`; for one tenant's change in the background, after the commit):
+  `git add`/`git commit` read and rewrite the whole index;
 - what HEAD holds for an owner is compared by tree id: the id of the folder's tree, computed in
   Python from the bytes (`tree_sha`), against HEAD's (one `ls-tree` of the parent folder serves a
   whole fleet pass, a `cat-file --batch-check` a single apply); only a folder that differs is listed;
@@ -280,8 +281,8 @@ class GitOpsBackend:
 
     def _uncommitted(self, *pathspecs: str) -> set[str]:
         """Repo paths whose work tree or index differs from HEAD (edited, added, deleted, staged)."""
-        args = ["status", "--porcelain", "-z", "--untracked-files=all", "--no-renames"]
-        out = self.git.run(*args, *(["--", *pathspecs] if pathspecs else []))
+        args = ["--porcelain", "-z", "--untracked-files=all", "--no-renames"]
+        out = self.git.status(*args, *(["--", *pathspecs] if pathspecs else []))
         return {entry[3:] for entry in out.split("\0") if len(entry) > 3}
 
     def _forget(self) -> None:
@@ -519,6 +520,7 @@ class GitOpsBackend:
     def _commit(self, plans: Sequence[Plan], message: str) -> str | None:
         """One commit of every change the plans made (their folders' new bytes), verified against HEAD."""
         changes: dict[str, bytes | None] = {}
+        restored: list[str] = []
         for plan in plans:
             folder = self.path / plan.owner.path
             for name in plan.created + plan.updated + plan.pruned + plan.uncommitted:
@@ -529,9 +531,14 @@ class GitOpsBackend:
                     data = path.read_bytes() if path.is_file() else None
                 # On disk it differed from HEAD; the write may have restored HEAD's bytes: not a change.
                 if name in plan.head_blobs and plan.head_blobs[name] == (None if data is None else blob_sha(data)):
+                    # ... but the index may hold the bytes it replaced (a hand edit re-indexed before this
+                    # repair): it learns the path again, or `git status` would list it for ever.
+                    restored.append(f"{plan.owner.path}/{name}")
                     continue
                 changes[f"{plan.owner.path}/{name}"] = data
         new_folders = [p.owner.path for p in plans if p.new_in_head]
+        if restored:
+            self.git.reindex_later(restored)
         revision = self.git.commit_files(changes, message, new_folders=new_folders)
         if revision is not None:  # main moved by our own hand, onto a commit: nothing to re-check
             self._verified = _VERIFIED[str(self.path)] = self._fingerprint()
@@ -554,7 +561,6 @@ class GitOpsBackend:
         folder = self.git.git_dir() / "gpufleet"
         if not folder.is_dir():
             return
-        self.git.reindex_interrupted()
         for pending in sorted(folder.glob("pending-*")):
             paths = [p for p in pending.read_text().split() if p]
             if paths:
@@ -614,6 +620,7 @@ class GitOpsBackend:
         desired files (`token`), `git status` (one for every check of this instance, while HEAD and
         main stay) lists nothing in it -- no hand edit, addition, deletion or uncommitted write -- and
         the drift record is the one those files make. A broken main is never "in sync"."""
+        self.git.settle_index()  # first: a drainer in flight would move the fingerprint (its index.lock)
         fingerprint = self._fingerprint()  # once: HEAD/main must not move between the checks below
         head_ok, dirty = self._repo_view(fingerprint)
         return head_ok and self._owner_in_sync(Owner.parse(owner), token, fingerprint, dirty)
@@ -622,6 +629,7 @@ class GitOpsBackend:
         """`token_in_sync` of many (owner, token) pairs, for the fleet's no-op pass: HEAD/main's fingerprint is
         taken once before and once after (not twice per owner: 4 `stat`s each), and if it moved meanwhile
         every pair is asked again on its own, against the new state."""
+        self.git.settle_index()  # first: a drainer in flight would move the fingerprint (its index.lock)
         fingerprint = self._fingerprint()
         head_ok, dirty = self._repo_view(fingerprint)
         if not head_ok:

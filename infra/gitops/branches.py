@@ -145,7 +145,7 @@ def merge(repo_path: str | Path, branch: str, message: str) -> str:
 
 def _dirty(backend: GitOpsBackend, own: Owner) -> bool:
     """Uncommitted changes in the owner's folder (a hand edit the next sync would repair)."""
-    return bool(backend.git.run("status", "--porcelain", "--", own.path).strip())
+    return bool(backend.git.status("--porcelain", "--", own.path).strip())
 
 
 def discard(repo_path: str | Path, branch: str) -> None:

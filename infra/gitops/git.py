@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import atexit
+import fcntl
 import hashlib
+import logging
 import os
 import shutil
 import subprocess
+import threading
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import PermanentError, TransientError
+
+log = logging.getLogger(__name__)
 
 
 def blob_sha(data: bytes) -> str:
@@ -53,9 +60,42 @@ def _whole_folders(changes: Mapping[str, bytes | None], new_folders: Collection[
 PACKS_BEFORE_REPACK = 24
 # ... and a commit does so itself only past this many (no fleet pass for a long time).
 PACKS_HARD_LIMIT = 256
-# Changes of at most this many paths are re-indexed while fast-import runs (`commit_files`: the event path);
-# larger ones (a chunk of the cold pass) after it, when their blobs are already packed.
-OVERLAP_REINDEX_MAX_PATHS = 64
+# Changes of at most this many paths (the event path: one tenant) leave the index to a drainer that runs after
+# the commit, off the caller's time (`_drain_later`); larger ones (a chunk of the cold pass) are re-indexed
+# before `commit_files` returns, after fast-import, when their blobs are already packed.
+DEFERRED_REINDEX_MAX_PATHS = 64
+# The index learns the paths of the event path's commits in a background `update-index`: reading the index
+# alone is ~27 ms at 160,000 entries (10,000 tenants), 30-45 ms per event of wall that was most of the
+# event's git time (GIT_TRACE2_PERF at 10,000 tenants x 3 clusters: fast-import 10 ms, update-index 43 ms).
+# The drainer takes the index lock (`Git.index_locked`, the same flock), re-indexes every pending list
+# (`reindex-*`: paths, NUL-terminated) in one `update-index` -- so a burst of events costs one index rewrite,
+# not one each -- and removes the lists it did. Every reader of the index settles first (`settle_index`):
+# it waits for a drainer in flight and re-indexes any list one left (killed, or never started).
+_DRAIN_SCRIPT = r"""
+exec 9>>"$1" || exit 1
+flock 9 || exit 1
+set -- "$2"/reindex-*
+[ -e "$1" ] || exit 0
+cat -- "$@" | git update-index --add --remove -z --stdin && rm -f -- "$@"
+"""
+_FLOCK = shutil.which("flock")  # util-linux (Debian: essential); without it the index is updated inline
+# Index locks this thread holds, by lock file: `index_locked` nests (a settle inside a status inside a
+# commit) without a second flock of the same file, which would wait for itself.
+_HELD = threading.local()
+# Drainers started and not yet seen to end: kept so that each is waited for (no zombie, no "still running"
+# warning from a collected Popen); `_drain_later` reaps the finished ones.
+_DRAINERS: list[subprocess.Popen[bytes]] = []
+
+
+@atexit.register
+def _wait_for_drainers() -> None:
+    """A process that exits right after a commit lets its index update end (milliseconds; a drainer that
+    does not end in time is left to run, its list to the next settle)."""
+    for drainer in _DRAINERS:
+        try:
+            drainer.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            drainer.returncode = 0  # not ours to wait for any longer: no "still running" warning
 # The split index's own part (`.git/index`) is rewritten whole by every `update-index`, and grows with each
 # entry changed since the shared index was last written, up to `splitIndex.maxPercentChange` of all entries
 # (backend.INDEX_CONFIG: 2 %, ~3,200 entries at 10,000 tenants). At git's default, 20 %, it reached 12 MB
@@ -63,6 +103,7 @@ OVERLAP_REINDEX_MAX_PATHS = 64
 # tenants over 3 clusters). Large commits (a cold pass's chunks) run at the default instead, so a pass
 # does not rewrite the 26 MB shared index at every chunk; `maintain` compacts once after them.
 BULK_SPLIT_PERCENT = 20
+INDEX_PATHS = ["update-index", "--add", "--remove", "-z", "--stdin"]  # re-index the NUL-terminated paths given
 
 
 class Git:
@@ -198,7 +239,8 @@ class Git:
     def commit_files(self, changes: Mapping[str, bytes | None], message: str, *,
                      new_folders: Collection[str] = ()) -> str | None:
         """Commit `changes` (repo path -> new bytes, None to delete) on top of main in one `git fast-import`,
-        then record the same paths in the index, so `git status` stays clean. None if nothing changed.
+        and have the index learn the same paths, so `git status` stays clean: a small change in the
+        background, right after (`_drain_later`), a large one before returning. None if nothing changed.
 
         Cost follows the change, not the repository: no index is read to build the commit (`git commit`
         reads and rewrites all of it, ~17 MB at 10,000 tenants), and only the touched paths are
@@ -214,39 +256,163 @@ class Git:
             return None
         stage = f"refs/gpufleet/stage-{os.getpid()}"
         stream = self._stream(changes, message, _whole_folders(changes, new_folders), stage)
-        marks = self.git_dir() / "gpufleet" / f"marks-{os.getpid()}"
-        marks.parent.mkdir(parents=True, exist_ok=True)
+        folder = self.git_dir() / "gpufleet"
+        marks = folder / f"marks-{os.getpid()}"
+        folder.mkdir(parents=True, exist_ok=True)
         paths = b"".join(path.encode() + b"\0" for path in sorted(changes))
-        # Until the index has learnt these paths, a crash would leave them "modified" in `git status`
-        # forever (HEAD and the work tree agree, so no apply would touch them): `reindex_interrupted`.
-        reindex = self.git_dir() / "gpufleet" / f"reindex-{os.getpid()}"
-        reindex.write_bytes(paths)
-        # The index learns the committed paths (stat data included: `status` stays cheap). For a small change
-        # it does so while fast-import builds the commit: both only read the files already written, and
-        # `update-index` reading the whole index (tens of ms at 10,000 tenants) no longer adds to the latency.
-        # Not for a large one: `update-index` stores every blob it does not find yet -- fast-import's pack is
-        # not there until it ends -- as a loose object, one file each, so a chunk of thousands of new files
-        # overlapped costs far more than it saves (measured at 10,000 tenants: 47 overlapped re-indexes took
-        # 35 s of the cold pass; 3,500 new paths take 0.46 s with their blobs missing, 0.04 s once packed).
-        index = ["update-index", "--add", "--remove", "-z", "--stdin"]
         fast_import = ["-c", "fastimport.unpackLimit=1", "fast-import", "--quiet", "--done",
                        f"--export-marks={marks}"]
-        if len(changes) <= OVERLAP_REINDEX_MAX_PATHS:
-            indexer = self._start(index, reindex)
-            try:
-                self._run_bytes(fast_import, stream)
-            finally:
-                self._finish(indexer, "update-index")
-        else:
+        if len(changes) <= DEFERRED_REINDEX_MAX_PATHS:
+            # The list goes down before the commit: whatever happens after it (a crash, a killed drainer), the
+            # next settle re-indexes these paths, so `git status` never keeps them "modified" (HEAD and the
+            # work tree agree, so no apply would touch them).
+            self._write_list(folder, paths)
             self._run_bytes(fast_import, stream)
-            self._run_bytes(["-c", f"splitIndex.maxPercentChange={BULK_SPLIT_PERCENT}", *index], paths)
+            self._drain_later()
+        else:
+            # Not deferred, and not overlapped with fast-import: `update-index` stores every blob it does not
+            # find yet -- fast-import's pack is not there until it ends -- as a loose object, one file each
+            # (measured at 10,000 tenants: 47 overlapped re-indexes took 35 s of the cold pass; 3,500 new
+            # paths take 0.46 s with their blobs missing, 0.04 s once packed).
+            reindex = folder / f"reindex-{os.getpid()}-{time.time_ns()}"
+            reindex.write_bytes(paths)  # until the index has them (a crash here: the next settle)
+            self._run_bytes(fast_import, stream)
+            # With any list still pending (it waits for a drainer in flight), in one `update-index`.
+            self._settle(["-c", f"splitIndex.maxPercentChange={BULK_SPLIT_PERCENT}"])
             self.index_settled = False
         exported = dict(line.split(" ", 1) for line in marks.read_text().splitlines())  # ":1 <commit>"
         head = exported[":1"].strip()
         marks.unlink(missing_ok=True)
-        reindex.unlink(missing_ok=True)
         self._repack_if_needed(PACKS_HARD_LIMIT)
         return head
+
+    # --- the index: gpufleet's stat cache of the work tree, for `git status` ------------------------------
+
+    def _index_lock_path(self) -> str:
+        # Beside the repository, like the backend's writer lock: never inside the tracked tree or .git.
+        return str(self.path.parent / f".{self.path.name}.index-lock")
+
+    @contextmanager
+    def index_locked(self) -> Iterator[None]:
+        """Hold the index lock: no drainer (`_drain_later`) runs meanwhile, so a git command that reads or
+        writes the index neither sees half of one nor fails on its `index.lock`. Nests within a thread."""
+        held: dict[str, int] = _HELD.__dict__.setdefault("locks", {})
+        key = self._index_lock_path()
+        if held.get(key):
+            held[key] += 1
+            try:
+                yield
+            finally:
+                held[key] -= 1
+            return
+        fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            held[key] = 1
+            try:
+                yield
+            finally:
+                del held[key]
+        finally:
+            os.close(fd)  # releases the flock
+
+    def index_busy_with_ours(self) -> bool:
+        """Does a gpufleet index user (a drainer, a settle, a status) hold the index lock right now? Then a
+        `.git/index.lock` is its own, not a foreign git's."""
+        if _HELD.__dict__.get("locks", {}).get(self._index_lock_path()):
+            return True
+        try:
+            fd = os.open(self._index_lock_path(), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+        return False
+
+    def _pending_lists(self) -> list[Path]:
+        folder = self.git_dir() / "gpufleet"
+        try:
+            names = [e.name for e in os.scandir(folder) if e.name.startswith("reindex-")]
+        except FileNotFoundError:
+            return []
+        return [folder / name for name in sorted(names)]
+
+    def index_pending(self) -> bool:
+        """Paths committed that the index has not learnt yet (a drainer's work, in flight or left over)."""
+        return bool(self._pending_lists())
+
+    def settle_index(self) -> None:
+        """Bring the index up to the commits: wait for a drainer in flight, re-index what is still pending.
+        A listing and nothing more when nothing is (the common case for every reader)."""
+        if self._pending_lists():
+            self._settle([])
+
+    def _settle(self, options: list[str]) -> None:
+        with self.index_locked():
+            lists = self._pending_lists()
+            if not lists:
+                return  # the drainer we waited for did it
+            self._run_bytes([*options, *INDEX_PATHS], b"".join(path.read_bytes() for path in lists))
+            for path in lists:
+                path.unlink(missing_ok=True)
+
+    def reindex_later(self, paths: Collection[str]) -> None:
+        """Have the index learn `paths` as they are on disk, in the background (a pending list + the drainer)."""
+        if not paths:
+            return
+        folder = self.git_dir() / "gpufleet"
+        folder.mkdir(parents=True, exist_ok=True)
+        self._write_list(folder, b"".join(path.encode() + b"\0" for path in sorted(paths)))
+        self._drain_later()
+
+    @staticmethod
+    def _write_list(folder: Path, paths: bytes) -> None:
+        """A pending list (`reindex-*`), written whole and then renamed: a drainer never reads half of one."""
+        reindex = folder / f"reindex-{os.getpid()}-{time.time_ns()}"
+        tmp = folder / f".{reindex.name}.tmp"
+        tmp.write_bytes(paths)
+        os.replace(tmp, reindex)
+
+    def _drain_later(self) -> None:
+        """Start the drainer (`_DRAIN_SCRIPT`) and return at once: the commit is made, only git's stat cache
+        lags, for as long as one `update-index` takes."""
+        if _FLOCK is None:
+            self.settle_index()
+            return
+        _DRAINERS[:] = [proc for proc in _DRAINERS if proc.poll() is None]
+        try:
+            drainer = subprocess.Popen(
+                ["sh", "-c", _DRAIN_SCRIPT, "gpufleet-index-drain", self._index_lock_path(),
+                 str(self.git_dir() / "gpufleet")],
+                cwd=self.path, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, start_new_session=True,
+            )
+        except OSError:
+            self.settle_index()
+            return
+        _DRAINERS.append(drainer)
+
+    def status(self, *args: str) -> str:
+        """`git status <args>` of a settled index, under the index lock (no drainer starts meanwhile). If the
+        index cannot be brought up to date (a read-only repository), status still answers: the paths not
+        re-indexed show as changed, which is what a writer then finds and reports."""
+        try:
+            lock = self.index_locked()
+            lock.__enter__()
+        except OSError:
+            return self.run("status", *args)
+        try:
+            try:
+                self.settle_index()
+            except (OSError, PermanentError, TransientError) as exc:
+                log.warning("gitops: could not bring the index of %s up to date: %s", self.path, exc)
+            return self.run("status", *args)
+        finally:
+            lock.__exit__(None, None, None)
 
     def _stream(self, changes: Mapping[str, bytes | None], message: str, whole: dict[str, dict[str, bytes]],
                 stage: str) -> bytes:
@@ -286,30 +452,6 @@ class Git:
         stream.append(b"done\n")
         return b"".join(stream)
 
-    def _start(self, args: list[str], stdin: Path) -> subprocess.Popen[bytes]:
-        """Start git with `stdin` (a file) as its input, not waiting for it (`_finish` does)."""
-        try:
-            with open(stdin, "rb") as handle:
-                return subprocess.Popen(["git", "-C", str(self.path), *args], stdin=handle,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=self.env)
-        except FileNotFoundError as exc:
-            raise PermanentError("git is not installed on this machine") from exc
-
-    @staticmethod
-    def _finish(proc: subprocess.Popen[bytes], name: str) -> None:
-        """Wait for a git started by `_start`; its failure raised as `_run_bytes` raises one."""
-        try:
-            _, err = proc.communicate(timeout=120)
-        except subprocess.TimeoutExpired as exc:
-            proc.kill()
-            proc.communicate()
-            raise TransientError(f"git {name} timed out", delay=10) from exc
-        if proc.returncode != 0:
-            message = err.decode(errors="replace").strip()
-            if "index.lock" in message:
-                raise TransientError(f"git {name}: repository busy: {message}", delay=2)
-            raise PermanentError(f"git {name} failed: {message}")
-
     def maintenance_due(self) -> bool:
         return not self.index_settled or self._packs() > PACKS_BEFORE_REPACK
 
@@ -318,20 +460,11 @@ class Git:
         split part outgrew the configured share (one rewrite, ~150 ms at 10,000 tenants), so the next small
         change rewrites a small file; and merge the small packs the commits since the last time left."""
         if not self.index_settled:
-            self._run_bytes(["update-index", "--split-index"], b"")
+            with self.index_locked():
+                self.settle_index()
+                self._run_bytes(["update-index", "--split-index"], b"")
             self.index_settled = True
         self._repack_if_needed(PACKS_BEFORE_REPACK)
-
-    def reindex_interrupted(self) -> None:
-        """Re-index the paths of a `commit_files` that died between its commit and its `update-index`."""
-        folder = self.git_dir() / "gpufleet"
-        if not folder.is_dir():
-            return
-        for pending in sorted(folder.glob("reindex-*")):
-            paths = pending.read_bytes()
-            if paths:
-                self._run_bytes(["update-index", "--add", "--remove", "-z", "--stdin"], paths)
-            pending.unlink(missing_ok=True)
 
     def _packs(self) -> int:
         try:
@@ -361,6 +494,11 @@ class Git:
 
     def commit_paths(self, paths: list[str], message: str) -> str | None:
         """Stage exactly `paths` (additions, edits and deletions) and commit them; None if no change."""
+        with self.index_locked():
+            self.settle_index()
+            return self._commit_paths(paths, message)
+
+    def _commit_paths(self, paths: list[str], message: str) -> str | None:
         self.run("add", "-A", "--", *paths)
         staged = [p for p in self.run("diff", "--cached", "--name-only", "-z").split("\0") if p]
         ours = [p for p in staged if any(p == path or p.startswith(f"{path.rstrip('/')}/") for path in paths)]

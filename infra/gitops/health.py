@@ -21,6 +21,7 @@ import errno
 import logging
 import os
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,6 +83,8 @@ def repair_index_lock(git: Git) -> None:
     age = _lock_age(lock)
     if age is None:
         return
+    if git.index_busy_with_ours():
+        return  # gpufleet's own index update (a drainer after a commit, a status): the writer does not need it
     if age < STALE_LOCK_SECONDS:
         raise RepositoryBusy(
             f"GitOps repository busy: {lock} exists ({age:.0f}s old; another git command is running, "
@@ -181,6 +184,15 @@ def check(git: Git) -> Health:
     """Read-mostly health check (only the write probe writes, and removes, one file)."""
     if not (git.path / ".git").is_dir():
         return Health("False", "RepositoryMissing", f"{git.path} is not a git repository yet")
+    with ExitStack() as stack:
+        try:  # no drainer of ours mid-run: an index.lock now is a foreign git's
+            stack.enter_context(git.index_locked())
+        except OSError:  # the lock beside the repository cannot be opened: check without it
+            pass
+        return _check(git)
+
+
+def _check(git: Git) -> Health:
     try:
         age = _lock_age(git.git_dir() / "index.lock")
         if age is not None:
@@ -197,7 +209,7 @@ def check(git: Git) -> Health:
             return Health("False", "RepositoryBroken", problem)
         probe_writable(git.path)
         head = git.head()
-        dirty = [p for p in git.run("status", "--porcelain", "-z", "--untracked-files=all").split("\0") if p]
+        dirty = [p for p in git.status("--porcelain", "-z", "--untracked-files=all").split("\0") if p]
     except (PermanentError, TransientError) as exc:
         return Health("False", getattr(exc, "reason", "RepositoryError"), str(exc))
     if dirty:

@@ -25,7 +25,8 @@ def move_root_layout(backend: GitOpsBackend, tree: str) -> str | None:
     """Move `platform/` and `tenants/` under `tree` in one commit; the revision, or None if nothing to move."""
     if not tree or not has_root_layout(backend.path):
         return None  # the common case: two stats, no lock, no git
-    with backend.locked():
+    with backend.locked(), backend.git.index_locked():
+        backend.git.settle_index()
         roots = [root for root in ROOTS if (backend.path / root).is_dir()]
         if not roots:
             return None

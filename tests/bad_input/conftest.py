@@ -56,6 +56,10 @@ def write_routes(world: dict[str, Any]) -> list[tuple[str, str]]:
 def _git(repo: Path, *args: str) -> str:
     if not (repo / ".git").exists():
         return ""
+    if args[0] == "status":  # once a one-tenant commit's background index update is done
+        from infra.gitops.git import Git
+
+        Git(repo).settle_index()
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False).stdout
 
 

@@ -7,6 +7,18 @@ from pathlib import Path
 
 
 def git(repo: Path, *args: str) -> str:
+    """git as a person runs it a moment after gpufleet wrote: once the background index update of its last
+    commit is done (infra.gitops.git `_drain_later`; a person's `git commit` while it runs would fail on
+    `index.lock` as with any other git running at the same instant)."""
+    from infra.gitops.git import Git
+
+    if (repo / ".git").is_dir():
+        Git(repo).settle_index()
+    return raw_git(repo, *args)
+
+
+def raw_git(repo: Path, *args: str) -> str:
+    """git at this very instant, not waiting for gpufleet's index update."""
     env_args = ["-c", "user.name=A Human", "-c", "user.email=human@example.test", "-c", "commit.gpgsign=false"]
     out = subprocess.run(["git", *env_args, "-C", str(repo), *args], capture_output=True, text=True, check=True)
     return out.stdout
@@ -21,6 +33,9 @@ def files_in_commit(repo: Path, commit: str = "HEAD") -> list[str]:
 
 
 def status(repo: Path) -> str:
+    """`git status` once gpufleet's index is up to date: a one-tenant commit leaves the index to a drainer
+    that runs right after it (infra.gitops.git `_drain_later`); this waits for it, as an operator's
+    `git status` a moment later would."""
     return git(repo, "status", "--porcelain")
 
 

@@ -11,7 +11,7 @@ from scheduling import actions
 from scheduling.models import Quota, QuotaChangeRequest
 from tenants import actions as tenant_actions
 from tenants import reconcile
-from tests.gitops.helpers import git
+from tests.gitops.helpers import git, status
 from tests.support import factories
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -84,7 +84,7 @@ def test_reject_leaves_main_unchanged(ready_tenant, gitops_repo, admin_api, eage
     assert rejected.status_code == 200 and rejected.json()["state"] == "rejected"
     assert rejected.json()["review_comment"] == "no budget"
     assert git(gitops_repo, "rev-parse", "main").strip() == head
-    assert not git(gitops_repo, "status", "--porcelain").strip()
+    assert not status(gitops_repo).strip()
     assert not git(gitops_repo, "branch", "--list", change.branch).strip()
     assert not Quota.objects.filter(tenant=tenant).exists()
     again = admin_api.post(f"/api/v1/quota-requests/{change.pk}/approve/", format="json")
