@@ -94,12 +94,9 @@ def settings_extras() -> dict[str, Any]:
 
 
 def tenant_extras(tenant: Any) -> dict[str, Any]:
-    """Two queries: the trust level's policy row and the tenant's own isolation row."""
-    from .models import AllocationPolicy, TenantIsolation
-
-    row = AllocationPolicy.objects.filter(trust_level=tenant.trust_level).first()
-    iso = TenantIsolation.objects.filter(tenant_id=tenant.pk).first()
-    return {"isolation": isolation_view(tenant, row, iso)}
+    """Two queries: the trust level's policy row and the tenant's own isolation row (none if this reconcile
+    read them already: `policy.level_row`)."""
+    return {"isolation": isolation_view(tenant, policy.level_row(tenant.trust_level), policy.isolation_row(tenant.pk))}
 
 
 def isolation_view(tenant: Any, level: Any, iso: Any) -> TenantIsolationView:

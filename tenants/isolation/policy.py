@@ -99,11 +99,30 @@ def placement(trust_level: str, slug: str) -> Placement:
     )
 
 
-def level_modes(trust_level: str) -> frozenset[str]:
-    """The platform-wide modes of a trust level: the admin-edited row, else the default."""
+def level_row(trust_level: str) -> Any:
+    """The trust level's AllocationPolicy row (None: the built-in defaults). One query, or none within a
+    reconcile that read it already (the view, the scheduling inputs and the GPU-modes condition all ask)."""
+    from tenants.reconcile import shared_rows
+
     from .models import AllocationPolicy
 
-    row = AllocationPolicy.objects.filter(trust_level=trust_level).first()
+    return shared_rows(("allocation_policy", trust_level),
+                       lambda: AllocationPolicy.objects.filter(trust_level=trust_level).first())
+
+
+def isolation_row(tenant_id: int) -> Any:
+    """The tenant's TenantIsolation row (None: no narrowing), shared within a reconcile like `level_row`."""
+    from tenants.reconcile import shared_rows
+
+    from .models import TenantIsolation
+
+    return shared_rows(("tenant_isolation", tenant_id),
+                       lambda: TenantIsolation.objects.filter(tenant_id=tenant_id).first())
+
+
+def level_modes(trust_level: str) -> frozenset[str]:
+    """The platform-wide modes of a trust level: the admin-edited row, else the default."""
+    row = level_row(trust_level)
     return frozenset(row.allowed_modes) if row is not None else DEFAULT_MODES.get(trust_level, frozenset())
 
 
@@ -112,9 +131,7 @@ def allowed_modes(tenant: Any) -> set[str]:
 
     The scheduling app uses this for ClusterQueue coverage; the Kyverno policy enforces the same set.
     """
-    from .models import TenantIsolation
-
-    iso = TenantIsolation.objects.filter(tenant_id=tenant.pk).first()
+    iso = isolation_row(tenant.pk)
     return set(effective_modes(level_modes(tenant.trust_level), iso.allowed_modes if iso else None))
 
 
@@ -123,7 +140,5 @@ DEFAULT_WORLD_EGRESS = {"untrusted": False, "standard": True, "trusted": True}
 
 
 def level_world_egress(trust_level: str) -> bool:
-    from .models import AllocationPolicy
-
-    row = AllocationPolicy.objects.filter(trust_level=trust_level).first()
+    row = level_row(trust_level)
     return row.world_egress if row is not None else DEFAULT_WORLD_EGRESS.get(trust_level, False)
