@@ -48,4 +48,12 @@ class SchedulingConfig(AppConfig):
         from . import multikueue_render  # MultiKueue mode: wraps the placement hook registered above
 
         multikueue_render.register()
-        from . import demo  # noqa: F401  (registers the demo fleet's catalog seeder)
+        from django.db.models.signals import post_migrate
+
+        from . import (
+            catalog_revision,
+            demo,  # noqa: F401  (registers the demo fleet's catalog seeder)
+        )
+
+        # After every migrate: a table SQLite rebuilt to alter it has lost its triggers.
+        post_migrate.connect(catalog_revision.after_migrate, sender=self, dispatch_uid="gpufleet-catalog-revision")

@@ -12,7 +12,7 @@ from typing import Any
 
 from django.conf import settings
 
-from . import catalog
+from . import catalog, catalog_revision
 from .defaults import DEFAULT_PRIORITY_CLASS, PRIORITY_CLASSES
 
 
@@ -200,7 +200,50 @@ def flavor_spec(flavor: Any) -> FlavorSpec:
 
 
 def load_catalog() -> dict[str, Any]:
+    """The platform-wide catalog (CONTEXT_EXTRAS): flavors, cohorts, priority classes, node pools, and each
+    host cluster's own catalog. What comes from the catalog's tables is built once per process and reused
+    while their database-kept token stays the same (scheduling.catalog_revision): one query per event
+    instead of six. The clusters are read every time (their status columns change on every apply)."""
+    from django.db import connection
+
+    from .models_clusters import Cluster
+
+    token = catalog_revision.current(connection)
+    key = (str(connection.settings_dict.get("NAME")), token, *_catalog_settings())
+    cached = _CATALOG
+    if token is not None and cached is not None and cached[0] == key:
+        global_catalog, flavors, pools, offers = cached[1]
+    else:
+        global_catalog, flavors, pools, offers = _build_catalog()
+        if token is not None:
+            _remember((key, (global_catalog, flavors, pools, offers)))
+    clusters = list(Cluster.objects.all())
+    return {"scheduling": global_catalog, "clusters": load_clusters(global_catalog, flavors, pools, clusters, offers)}
+
+
+# (key, what `_build_catalog` returned for it): the last catalog built in this process.
+_CATALOG: tuple[tuple[object, ...], tuple[Catalog, dict[int, FlavorSpec], list[Any], list[tuple[int, int, int]]]] | None
+_CATALOG = None
+
+
+def _remember(entry: Any) -> None:
+    global _CATALOG
+    _CATALOG = entry
+
+
+def _catalog_settings() -> tuple[object, ...]:
+    """The settings the catalog carries: part of the cache's key (tests and operators may change them)."""
+    return (settings.GPUFLEET_DEFAULT_COHORT, settings.GPUFLEET_TOPOLOGY_NAME, tuple(settings.GPUFLEET_TOPOLOGY_LEVELS),
+            settings.GPUFLEET_METRICS_URL, settings.GPUFLEET_BUSINESS_TIMEZONE,
+            settings.GPUFLEET_KARPENTER_NODE_CLASS_GROUP, settings.GPUFLEET_KARPENTER_NODE_CLASS_KIND,
+            settings.GPUFLEET_KUEUE_FAIR_SHARING, getattr(settings, "GPUFLEET_VLLM_IMAGE", ""))
+
+
+def _build_catalog() -> tuple[Catalog, dict[int, FlavorSpec], list[Any], list[tuple[int, int, int]]]:
+    """Read the catalog's tables (`catalog_revision.TABLES`; the token is read before, so what is built here
+    is at least as new as the token it is kept under)."""
     from .models import Cohort, Flavor, GpuNodePool, PriorityClass
+    from .models_clusters import ClusterFlavor
 
     flavors = {f.pk: flavor_spec(f) for f in Flavor.objects.select_related("gpu_model")}
     pools = list(GpuNodePool.objects.all())
@@ -224,7 +267,8 @@ def load_catalog() -> dict[str, Any]:
             fair_sharing=settings.GPUFLEET_KUEUE_FAIR_SHARING,
             vllm_image=getattr(settings, "GPUFLEET_VLLM_IMAGE", "") or Catalog.vllm_image,
         )
-    return {"scheduling": global_catalog, "clusters": load_clusters(global_catalog, flavors, pools)}
+    offers = list(ClusterFlavor.objects.values_list("cluster_id", "flavor_id", "capacity"))
+    return global_catalog, flavors, pools, offers
 
 
 def pool_spec(p: Any, flavor: FlavorSpec) -> NodePoolSpec:
@@ -233,18 +277,18 @@ def pool_spec(p: Any, flavor: FlavorSpec) -> NodePoolSpec:
                         tuple(sorted(p.trust_levels or ())))
 
 
-def load_clusters(global_catalog: Catalog, flavors: dict[int, FlavorSpec], pools: list[Any]) -> tuple[ClusterSpec, ...]:
+def load_clusters(global_catalog: Catalog, flavors: dict[int, FlavorSpec], pools: list[Any], clusters: list[Any],
+                  offer_rows: list[tuple[int, int, int]]) -> tuple[ClusterSpec, ...]:
     """Every host cluster with its own catalog. A flavor is offered on a cluster that has a ClusterFlavor row
     for it; `default` also offers every flavor no cluster has a row for, and its capacity there is the fleet
     total minus the other clusters' (Flavor.capacity is the sum, kept in step by the actions) -- so an upgraded
     single-cluster installation renders exactly what it did."""
-    from .models_clusters import DEFAULT_CLUSTER, Cluster, ClusterFlavor
+    from .models_clusters import DEFAULT_CLUSTER
 
-    clusters = list(Cluster.objects.all())
     if not clusters:  # a flushed database (tests): everything is on `default`
         return (ClusterSpec(DEFAULT_CLUSTER, f"clusters/{DEFAULT_CLUSTER}", catalog=global_catalog),)
     offers: dict[int, dict[int, int]] = {}
-    for cluster_id, flavor_id, capacity in ClusterFlavor.objects.values_list("cluster_id", "flavor_id", "capacity"):
+    for cluster_id, flavor_id, capacity in offer_rows:
         offers.setdefault(cluster_id, {})[flavor_id] = capacity
     default_id = next((c.pk for c in clusters if c.name == DEFAULT_CLUSTER), None)
     elsewhere: dict[int, int] = {}
