@@ -10,7 +10,8 @@ measures:
 3. fleet sync no-op: `scheduling.sync_fleet` (the same pass + the repository's health);
 4. the event path: one quota change through `scheduling.actions.set_quota`, and one tenant approved
    through `tenants.actions.approve`, each from the write to its commit (the reconcile runs inline):
-   the files a commit touched must all be that tenant's.
+   the files a commit touched must all be that tenant's, and `git status` clean once git's index has
+   caught up (the commit's background `update-index`: when, and its CPU, printed under the event).
 
 Each figure is printed with its wall time, the CPU time of this process and of its git children
 (insensitive to the other work on the machine) and the load average; the passes also with their
