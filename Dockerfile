@@ -45,9 +45,10 @@ RUN set -eu; mkdir -p /clis/bin; \
       fetch "https://github.com/cilium/hubble/releases/download/${HUBBLE_VERSION}/hubble-linux-amd64.tar.gz" hubble.tgz "$HUBBLE_SHA256"; fi
 
 FROM ${PYTHON_IMAGE}
-# git + ssh: the worker's GitOps working copy and the push sidecar; coreutils' sleep: the web preStop hook.
+# git + ssh: the worker's GitOps working copy and the push sidecar; coreutils' sleep: the web preStop hook;
+# util-linux's flock: the background index update after each one-tenant commit (infra/gitops/git.py).
 RUN apt-get update \
- && apt-get install -y --no-install-recommends git openssh-client ca-certificates \
+ && apt-get install -y --no-install-recommends git openssh-client ca-certificates util-linux \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --gid 10001 gpufleet \
  && useradd --uid 10001 --gid 10001 --no-create-home --home-dir /tmp --shell /usr/sbin/nologin gpufleet \
