@@ -90,8 +90,9 @@ def uninstall(connection: Any) -> None:
     """Drop the triggers (migrating back past the revision table)."""
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
+            existing = set(connection.introspection.table_names())
             for table in TABLES:
-                if table in connection.introspection.table_names():
+                if table in existing:  # DROP TRIGGER ... ON a missing table fails even with IF EXISTS
                     cursor.execute(f'DROP TRIGGER IF EXISTS {_TRIGGER} ON "{table}"')
             cursor.execute("DROP FUNCTION IF EXISTS gpufleet_catalog_changed()")
         elif connection.vendor == "sqlite":

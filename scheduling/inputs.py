@@ -209,37 +209,41 @@ def load_catalog() -> dict[str, Any]:
     from .models_clusters import Cluster
 
     token = catalog_revision.current(connection)
-    key = (str(connection.settings_dict.get("NAME")), token, *_catalog_settings())
-    cached = _CATALOG
-    if token is not None and cached is not None and cached[0] == key:
-        global_catalog, flavors, pools, offers = cached[1]
-    else:
-        global_catalog, flavors, pools, offers = _build_catalog()
+    carried = _catalog_settings()
+    key = (str(connection.settings_dict.get("NAME")), token, *carried.items())
+    built = _CATALOG.get(key) if token is not None else None
+    if built is None:
+        built = _build_catalog(carried)
+        _CATALOG.clear()  # the last catalog only: an older token never comes back
         if token is not None:
-            _remember((key, (global_catalog, flavors, pools, offers)))
+            _CATALOG[key] = built
+    global_catalog, flavors, pools, offers = built
     clusters = list(Cluster.objects.all())
     return {"scheduling": global_catalog, "clusters": load_clusters(global_catalog, flavors, pools, clusters, offers)}
 
 
-# (key, what `_build_catalog` returned for it): the last catalog built in this process.
-_CATALOG: tuple[tuple[object, ...], tuple[Catalog, dict[int, FlavorSpec], list[Any], list[tuple[int, int, int]]]] | None
-_CATALOG = None
+# (database, token, settings) -> what `_build_catalog` returned for them: the last catalog built in this process.
+_CATALOG: dict[tuple[object, ...], tuple[Catalog, dict[int, FlavorSpec], list[Any], list[tuple[int, int, int]]]] = {}
 
 
-def _remember(entry: Any) -> None:
-    global _CATALOG
-    _CATALOG = entry
+def _catalog_settings() -> dict[str, Any]:
+    """The settings the catalog carries (Catalog's fields): part of the cache's key, since tests and operators
+    may change them."""
+    return {
+        "default_cohort": settings.GPUFLEET_DEFAULT_COHORT,
+        "topology_name": settings.GPUFLEET_TOPOLOGY_NAME,
+        "topology_levels": tuple(settings.GPUFLEET_TOPOLOGY_LEVELS),
+        "metrics_url": settings.GPUFLEET_METRICS_URL,
+        "business_timezone": settings.GPUFLEET_BUSINESS_TIMEZONE,
+        "node_class_group": settings.GPUFLEET_KARPENTER_NODE_CLASS_GROUP,
+        "node_class_kind": settings.GPUFLEET_KARPENTER_NODE_CLASS_KIND,
+        "fair_sharing": settings.GPUFLEET_KUEUE_FAIR_SHARING,
+        "vllm_image": getattr(settings, "GPUFLEET_VLLM_IMAGE", "") or Catalog.vllm_image,
+    }
 
 
-def _catalog_settings() -> tuple[object, ...]:
-    """The settings the catalog carries: part of the cache's key (tests and operators may change them)."""
-    return (settings.GPUFLEET_DEFAULT_COHORT, settings.GPUFLEET_TOPOLOGY_NAME, tuple(settings.GPUFLEET_TOPOLOGY_LEVELS),
-            settings.GPUFLEET_METRICS_URL, settings.GPUFLEET_BUSINESS_TIMEZONE,
-            settings.GPUFLEET_KARPENTER_NODE_CLASS_GROUP, settings.GPUFLEET_KARPENTER_NODE_CLASS_KIND,
-            settings.GPUFLEET_KUEUE_FAIR_SHARING, getattr(settings, "GPUFLEET_VLLM_IMAGE", ""))
-
-
-def _build_catalog() -> tuple[Catalog, dict[int, FlavorSpec], list[Any], list[tuple[int, int, int]]]:
+def _build_catalog(carried: dict[str, Any]) -> tuple[Catalog, dict[int, FlavorSpec], list[Any],
+                                                    list[tuple[int, int, int]]]:
     """Read the catalog's tables (`catalog_revision.TABLES`; the token is read before, so what is built here
     is at least as new as the token it is kept under)."""
     from .models import Cohort, Flavor, GpuNodePool, PriorityClass
@@ -257,15 +261,7 @@ def _build_catalog() -> tuple[Catalog, dict[int, FlavorSpec], list[Any], list[tu
             priority_classes=tuple(PriorityClass.objects.values_list("name", "value", "description"))
             or tuple(PRIORITY_CLASSES),
             node_pools=tuple(pool_spec(p, flavors[p.flavor_id]) for p in pools),
-            default_cohort=settings.GPUFLEET_DEFAULT_COHORT,
-            topology_name=settings.GPUFLEET_TOPOLOGY_NAME,
-            topology_levels=tuple(settings.GPUFLEET_TOPOLOGY_LEVELS),
-            metrics_url=settings.GPUFLEET_METRICS_URL,
-            business_timezone=settings.GPUFLEET_BUSINESS_TIMEZONE,
-            node_class_group=settings.GPUFLEET_KARPENTER_NODE_CLASS_GROUP,
-            node_class_kind=settings.GPUFLEET_KARPENTER_NODE_CLASS_KIND,
-            fair_sharing=settings.GPUFLEET_KUEUE_FAIR_SHARING,
-            vllm_image=getattr(settings, "GPUFLEET_VLLM_IMAGE", "") or Catalog.vllm_image,
+            **carried,
         )
     offers = list(ClusterFlavor.objects.values_list("cluster_id", "flavor_id", "capacity"))
     return global_catalog, flavors, pools, offers

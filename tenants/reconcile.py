@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -96,6 +96,16 @@ VIEW_EXTRAS_MANY: dict = {}
 _SHARED: ContextVar[dict[object, object] | None] = ContextVar("tenant_views_shared", default=None)
 
 
+@contextmanager
+def shared_scope() -> Iterator[None]:
+    """Within the block, `shared_rows` serves each key's rows once (a fresh scope: nothing from outside)."""
+    token = _SHARED.set({})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
 def shared_rows(key: object, load: Callable[[], T]) -> T:
     """`load()`, computed once per `tenant_views` call or single reconcile for this key (every call outside
     one)."""
@@ -110,15 +120,12 @@ def shared_rows(key: object, load: Callable[[], T]) -> T:
 def tenant_views(tenants: list[Tenant]) -> dict[int, TenantView]:
     """`tenant_view` for many tenants, using batch loaders where registered."""
     extras: dict[int, dict[str, object]] = {t.pk: {} for t in tenants}
-    token = _SHARED.set({})
-    try:
+    with shared_scope():
         for contribute in VIEW_EXTRAS:
             many = VIEW_EXTRAS_MANY.get(contribute)
             loaded = many(tenants) if many else {t.pk: contribute(t) for t in tenants}
             for tenant in tenants:
                 extras[tenant.pk].update(loaded[tenant.pk])
-    finally:
-        _SHARED.reset(token)
     return {t.pk: TenantView.of(t, **extras[t.pk]) for t in tenants}
 
 
@@ -205,110 +212,97 @@ def _reconcile_tenant(
     final status write kept for the chunk's one UPDATE."""
     backend = backend or get_backend()
     held, tenant = chunk.row(tenant_id) if chunk is not None else (False, None)
-    token = _SHARED.set({})  # the rows several loaders of this one reconcile read, read once
-    try:
-        with nullcontext() if held else tenant_lock(tenant_id):
-            return _reconcile_locked(tenant_id, tenant, held, backend, ctx=ctx, view=view, prepared=prepared,
-                                     pre=pre, chunk=chunk)
-    finally:
-        _SHARED.reset(token)
-
-
-def _reconcile_locked(
-    tenant_id: int, tenant: Tenant | None, held: bool, backend: Backend, *, ctx: RenderContext | None,
-    view: TenantView | None, prepared: Prepared | None, pre: Prerendered | None, chunk: ChunkStatus | None,
-) -> Outcome:
-    """`_reconcile_tenant` under the tenant's lock."""
-    if not held:
-        tenant = Tenant.objects.filter(pk=tenant_id).first()
-    if tenant is None:
-        return Outcome(str(tenant_id), "missing")
-    if tenant.phase in SKIP_PHASES:
-        return Outcome(tenant.slug, tenant.phase)
-    generation = tenant.generation
-    if view is None or view != TenantView.of(tenant, **view.extra):
-        view = tenant_view(tenant)
-    # Platform-wide inputs (the catalog): loaded once; not those only the platform's objects read.
-    ctx = ctx or RenderContext.from_settings(tenants_only=True)
-    if pre is not None and pre.view == view and tenant.phase != Phase.DEPROVISIONING:
-        # The render was done ahead from this very view: only the placements (which carry the narrowed
-        # contexts the hooks and the teardown read) are taken here, and must be the ones it rendered.
-        rendered = [(p, []) for p in placements(view, ctx)]
-        if tuple(placement_target(p) for p, _ in rendered) != pre.targets:
-            pre = None
-    else:
-        pre = None
-    if pre is None:
-        rendered = render_placed(view, ctx)  # per host cluster the tenant is placed on
-        manifests = [m for _, objects in rendered for m in objects]
-        problems = tuple(str(p) for p in get_schema_registry().validate(manifests)[:20])
-    else:
-        manifests, problems = [], pre.problems
-    if problems:
-        # Never write an object the cluster would reject or silently prune.
-        messages = problems
-        cond = _condition("Ready", "False", "InvalidManifest", "; ".join(messages))
-        _finish(tenant, Phase.FAILED, _merge_condition(tenant.conditions, cond), "tenant.failed")
-        return Outcome(tenant.slug, Phase.FAILED, problems=messages)
-    if tenant.phase == Phase.APPROVED:
-        _set_status(tenant, phase=Phase.PROVISIONING, conditions=tenant.conditions)
-    teardown = tenant.phase == Phase.DEPROVISIONING
-    verb = "deprovision" if teardown else "reconcile"
-    message = f"tenant {tenant.slug}: {verb} generation {generation}"
-    try:
-        if tenant.phase == Phase.APPROVED and _platform_missing(backend, ctx):
-            # A first tenant needs the platform's shared objects (chart repositories, flavors) too.
-            try:
-                reconcile_platform(backend, ctx)
-            except InfraError:
-                if len(platform_targets(ctx)) == 1:
-                    raise
-                # Several clusters: one that failed fails this tenant's placement there, if it has one, on
-                # its own (and is marked); the tenant's other clusters go on.
-                log.warning("tenant %s: the platform failed on some cluster", tenant.slug, exc_info=True)
-        ensure_layout(backend, ctx)
-        if teardown:
-            # Ordered and resumable: stop admission, vCluster, policies, OpenBao, namespace last.
-            result = teardown_tenant(tenant, backend, view, ctx, message, [p for p, _ in rendered])
+    with nullcontext() if held else tenant_lock(tenant_id), shared_scope():
+        if not held:
+            tenant = Tenant.objects.filter(pk=tenant_id).first()
+        if tenant is None:
+            return Outcome(str(tenant_id), "missing")
+        if tenant.phase in SKIP_PHASES:
+            return Outcome(tenant.slug, tenant.phase)
+        generation = tenant.generation
+        if view is None or view != TenantView.of(tenant, **view.extra):
+            view = tenant_view(tenant)
+        # Platform-wide inputs (the catalog): loaded once; not those only the platform's objects read.
+        ctx = ctx or RenderContext.from_settings(tenants_only=True)
+        if pre is not None and pre.view == view and tenant.phase != Phase.DEPROVISIONING:
+            # The render was done ahead from this very view: only the placements (which carry the narrowed
+            # contexts the hooks and the teardown read) are taken here, and must be the ones it rendered.
+            rendered = [(p, []) for p in placements(view, ctx)]
+            if tuple(placement_target(p) for p, _ in rendered) != pre.targets:
+                pre = None
         else:
-            result = apply_placed(backend, tenant, rendered, message, files=pre.files if pre else None)
-            tenant.conditions = _merge_condition(tenant.conditions, _secrets_condition(tenant.slug, backend))
-            if prepared is not None and (prepared.generation, prepared.trust_level) != (
-                    tenant.generation, tenant.trust_level):
-                prepared = None
-            for provide in CONDITION_PROVIDERS:  # e.g. isolation's GpuModesAdmitted
-                condition = prepared.conditions.get(provide) if prepared is not None else None
-                tenant.conditions = _merge_condition(tenant.conditions, condition or provide(tenant))
-        for placed, _ in rendered:
-            _require_published(backend, placed.owner(tenant.owner))
-    except TransientError as exc:
-        cond = _condition("Ready", "False", exc.reason or "Retrying", str(exc))
-        _set_status(tenant, phase=_current_phase(tenant), conditions=_merge_condition(tenant.conditions, cond))
-        raise
-    except PermanentError as exc:
-        cond = _condition("Ready", "False", exc.reason or "ApplyFailed", str(exc))
-        # A failed teardown stays deprovisioning (FAILED is live: it would re-provision the tenant).
-        failed = Phase.DEPROVISIONING if teardown else Phase.FAILED
-        _finish(tenant, failed, _merge_condition(tenant.conditions, cond), "tenant.failed")
-        return Outcome(tenant.slug, failed, problems=(str(exc),))
-    if teardown:
-        phase, cond = Phase.DELETED, _condition("Ready", "False", "Deleted", "all owned objects were pruned")
-    elif tenant.phase == Phase.SUSPENDED:
-        phase, cond = Phase.SUSPENDED, _condition("Ready", "False", "Suspended", "GPU admission stopped")
-    else:
-        phase, cond = Phase.READY, _condition("Ready", "True", "Applied", result.summary())
-    applied = pre.digest if pre is not None else placed_digest(rendered)
-    keys = list(pre.keys) if pre is not None else list(dict.fromkeys(ref(m).key for m in manifests))
-    conditions = _merge_condition(tenant.conditions, cond)
-    fields = {"observed_generation": generation, "applied_digest": applied, "applied_objects": keys,
-              "last_reconciled_at": clock.now()}
-    if chunk is None or not chunk.defer(tenant, phase, conditions, fields):
-        _finish(tenant, phase, conditions, f"tenant.{phase}", **fields)
-    if pre is not None:
-        owners = tuple(zip((p.owner(tenant.owner) for p, _ in rendered), pre.tokens, strict=True))
-        return Outcome(tenant.slug, phase, result, rendered=(view, [], applied), tokens=(pre.objects, owners))
-    placed = [(p.owner(tenant.owner), objects) for p, objects in rendered]
-    return Outcome(tenant.slug, phase, result, rendered=None if teardown else (view, placed, applied))
+            pre = None
+        if pre is None:
+            rendered = render_placed(view, ctx)  # per host cluster the tenant is placed on
+            manifests = [m for _, objects in rendered for m in objects]
+            problems = tuple(str(p) for p in get_schema_registry().validate(manifests)[:20])
+        else:
+            manifests, problems = [], pre.problems
+        if problems:
+            # Never write an object the cluster would reject or silently prune.
+            messages = problems
+            cond = _condition("Ready", "False", "InvalidManifest", "; ".join(messages))
+            _finish(tenant, Phase.FAILED, _merge_condition(tenant.conditions, cond), "tenant.failed")
+            return Outcome(tenant.slug, Phase.FAILED, problems=messages)
+        if tenant.phase == Phase.APPROVED:
+            _set_status(tenant, phase=Phase.PROVISIONING, conditions=tenant.conditions)
+        teardown = tenant.phase == Phase.DEPROVISIONING
+        verb = "deprovision" if teardown else "reconcile"
+        message = f"tenant {tenant.slug}: {verb} generation {generation}"
+        try:
+            if tenant.phase == Phase.APPROVED and _platform_missing(backend, ctx):
+                # A first tenant needs the platform's shared objects (chart repositories, flavors) too.
+                try:
+                    reconcile_platform(backend, ctx)
+                except InfraError:
+                    if len(platform_targets(ctx)) == 1:
+                        raise
+                    # Several clusters: one that failed fails this tenant's placement there, if it has one, on
+                    # its own (and is marked); the tenant's other clusters go on.
+                    log.warning("tenant %s: the platform failed on some cluster", tenant.slug, exc_info=True)
+            ensure_layout(backend, ctx)
+            if teardown:
+                # Ordered and resumable: stop admission, vCluster, policies, OpenBao, namespace last.
+                result = teardown_tenant(tenant, backend, view, ctx, message, [p for p, _ in rendered])
+            else:
+                result = apply_placed(backend, tenant, rendered, message, files=pre.files if pre else None)
+                tenant.conditions = _merge_condition(tenant.conditions, _secrets_condition(tenant.slug, backend))
+                if prepared is not None and (prepared.generation, prepared.trust_level) != (
+                        tenant.generation, tenant.trust_level):
+                    prepared = None
+                for provide in CONDITION_PROVIDERS:  # e.g. isolation's GpuModesAdmitted
+                    condition = prepared.conditions.get(provide) if prepared is not None else None
+                    tenant.conditions = _merge_condition(tenant.conditions, condition or provide(tenant))
+            for placed, _ in rendered:
+                _require_published(backend, placed.owner(tenant.owner))
+        except TransientError as exc:
+            cond = _condition("Ready", "False", exc.reason or "Retrying", str(exc))
+            _set_status(tenant, phase=_current_phase(tenant), conditions=_merge_condition(tenant.conditions, cond))
+            raise
+        except PermanentError as exc:
+            cond = _condition("Ready", "False", exc.reason or "ApplyFailed", str(exc))
+            # A failed teardown stays deprovisioning (FAILED is live: it would re-provision the tenant).
+            failed = Phase.DEPROVISIONING if teardown else Phase.FAILED
+            _finish(tenant, failed, _merge_condition(tenant.conditions, cond), "tenant.failed")
+            return Outcome(tenant.slug, failed, problems=(str(exc),))
+        if teardown:
+            phase, cond = Phase.DELETED, _condition("Ready", "False", "Deleted", "all owned objects were pruned")
+        elif tenant.phase == Phase.SUSPENDED:
+            phase, cond = Phase.SUSPENDED, _condition("Ready", "False", "Suspended", "GPU admission stopped")
+        else:
+            phase, cond = Phase.READY, _condition("Ready", "True", "Applied", result.summary())
+        applied = pre.digest if pre is not None else placed_digest(rendered)
+        keys = list(pre.keys) if pre is not None else list(dict.fromkeys(ref(m).key for m in manifests))
+        conditions = _merge_condition(tenant.conditions, cond)
+        fields = {"observed_generation": generation, "applied_digest": applied, "applied_objects": keys,
+                  "last_reconciled_at": clock.now()}
+        if chunk is None or not chunk.defer(tenant, phase, conditions, fields):
+            _finish(tenant, phase, conditions, f"tenant.{phase}", **fields)
+        if pre is not None:
+            owners = tuple(zip((p.owner(tenant.owner) for p, _ in rendered), pre.tokens, strict=True))
+            return Outcome(tenant.slug, phase, result, rendered=(view, [], applied), tokens=(pre.objects, owners))
+        placed = [(p.owner(tenant.owner), objects) for p, objects in rendered]
+        return Outcome(tenant.slug, phase, result, rendered=None if teardown else (view, placed, applied))
 
 
 # Functions (tenant, placed, error or None) recording how delivering to one host cluster went (the scheduling

@@ -12,7 +12,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Collection, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from ..errors import PermanentError, TransientError
@@ -64,6 +64,15 @@ PACKS_HARD_LIMIT = 256
 # the commit, off the caller's time (`_drain_later`); larger ones (a chunk of the cold pass) are re-indexed
 # before `commit_files` returns, after fast-import, when their blobs are already packed.
 DEFERRED_REINDEX_MAX_PATHS = 64
+# The split index's own part (`.git/index`) is rewritten whole by every `update-index`, and grows with each
+# entry changed since the shared index was last written, up to `splitIndex.maxPercentChange` of all entries
+# (backend.INDEX_CONFIG: 2 %, ~3,200 entries at 10,000 tenants). At git's default, 20 %, it reached 12 MB
+# after a cold pass and a one-file event's `update-index` took 150 ms instead of 50 (measured at 10,000
+# tenants over 3 clusters). Large commits (a cold pass's chunks) run at the default instead, so a pass
+# does not rewrite the 26 MB shared index at every chunk; `maintain` compacts once after them.
+BULK_SPLIT_PERCENT = 20
+INDEX_PATHS = ["update-index", "--add", "--remove", "-z", "--stdin"]  # re-index the NUL-terminated paths given
+
 # The index learns the paths of the event path's commits in a background `update-index`: reading the index
 # alone is ~27 ms at 160,000 entries (10,000 tenants), 30-45 ms per event of wall that was most of the
 # event's git time (GIT_TRACE2_PERF at 10,000 tenants x 3 clusters: fast-import 10 ms, update-index 43 ms).
@@ -71,12 +80,12 @@ DEFERRED_REINDEX_MAX_PATHS = 64
 # (`reindex-*`: paths, NUL-terminated) in one `update-index` -- so a burst of events costs one index rewrite,
 # not one each -- and removes the lists it did. Every reader of the index settles first (`settle_index`):
 # it waits for a drainer in flight and re-indexes any list one left (killed, or never started).
-_DRAIN_SCRIPT = r"""
+_DRAIN_SCRIPT = rf"""
 exec 9>>"$1" || exit 1
 flock 9 || exit 1
 set -- "$2"/reindex-*
 [ -e "$1" ] || exit 0
-cat -- "$@" | git update-index --add --remove -z --stdin && rm -f -- "$@"
+cat -- "$@" | git {" ".join(INDEX_PATHS)} && rm -f -- "$@"
 """
 _FLOCK = shutil.which("flock")  # util-linux (Debian: essential); without it the index is updated inline
 # Index locks this thread holds, by lock file: `index_locked` nests (a settle inside a status inside a
@@ -96,14 +105,6 @@ def _wait_for_drainers() -> None:
             drainer.wait(timeout=5)
         except subprocess.TimeoutExpired:
             drainer.returncode = 0  # not ours to wait for any longer: no "still running" warning
-# The split index's own part (`.git/index`) is rewritten whole by every `update-index`, and grows with each
-# entry changed since the shared index was last written, up to `splitIndex.maxPercentChange` of all entries
-# (backend.INDEX_CONFIG: 2 %, ~3,200 entries at 10,000 tenants). At git's default, 20 %, it reached 12 MB
-# after a cold pass and a one-file event's `update-index` took 150 ms instead of 50 (measured at 10,000
-# tenants over 3 clusters). Large commits (a cold pass's chunks) run at the default instead, so a pass
-# does not rewrite the 26 MB shared index at every chunk; `maintain` compacts once after them.
-BULK_SPLIT_PERCENT = 20
-INDEX_PATHS = ["update-index", "--add", "--remove", "-z", "--stdin"]  # re-index the NUL-terminated paths given
 
 
 class Git:
@@ -274,8 +275,7 @@ class Git:
             # find yet -- fast-import's pack is not there until it ends -- as a loose object, one file each
             # (measured at 10,000 tenants: 47 overlapped re-indexes took 35 s of the cold pass; 3,500 new
             # paths take 0.46 s with their blobs missing, 0.04 s once packed).
-            reindex = folder / f"reindex-{os.getpid()}-{time.time_ns()}"
-            reindex.write_bytes(paths)  # until the index has them (a crash here: the next settle)
+            self._write_list(folder, paths)  # until the index has them (a crash here: the next settle)
             self._run_bytes(fast_import, stream)
             # With any list still pending (it waits for a drainer in flight), in one `update-index`.
             self._settle(["-c", f"splitIndex.maxPercentChange={BULK_SPLIT_PERCENT}"])
@@ -292,6 +292,9 @@ class Git:
         # Beside the repository, like the backend's writer lock: never inside the tracked tree or .git.
         return str(self.path.parent / f".{self.path.name}.index-lock")
 
+    def _open_index_lock(self) -> int:
+        return os.open(self._index_lock_path(), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
     @contextmanager
     def index_locked(self) -> Iterator[None]:
         """Hold the index lock: no drainer (`_drain_later`) runs meanwhile, so a git command that reads or
@@ -305,7 +308,7 @@ class Git:
             finally:
                 held[key] -= 1
             return
-        fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        fd = self._open_index_lock()
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             held[key] = 1
@@ -322,7 +325,7 @@ class Git:
         if _HELD.__dict__.get("locks", {}).get(self._index_lock_path()):
             return True
         try:
-            fd = os.open(self._index_lock_path(), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            fd = self._open_index_lock()
         except OSError:
             return False
         try:
@@ -400,19 +403,13 @@ class Git:
         """`git status <args>` of a settled index, under the index lock (no drainer starts meanwhile). If the
         index cannot be brought up to date (a read-only repository), status still answers: the paths not
         re-indexed show as changed, which is what a writer then finds and reports."""
-        try:
-            lock = self.index_locked()
-            lock.__enter__()
-        except OSError:
-            return self.run("status", *args)
-        try:
+        with ExitStack() as stack:
             try:
+                stack.enter_context(self.index_locked())
                 self.settle_index()
             except (OSError, PermanentError, TransientError) as exc:
                 log.warning("gitops: could not bring the index of %s up to date: %s", self.path, exc)
             return self.run("status", *args)
-        finally:
-            lock.__exit__(None, None, None)
 
     def _stream(self, changes: Mapping[str, bytes | None], message: str, whole: dict[str, dict[str, bytes]],
                 stage: str) -> bytes:
