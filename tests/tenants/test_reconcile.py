@@ -9,6 +9,7 @@ import pytest
 
 from tenants import actions, reconcile
 from tenants.models import Phase, Tenant
+from tests.gitops.helpers import git
 from tests.support import factories
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -72,8 +73,9 @@ def test_an_approve_applies_the_platform_only_where_it_is_missing(gitops_repo: P
     assert Tenant.objects.get(pk=second.pk).phase == Phase.READY
 
     # The platform's folder gone from HEAD (removed by hand and committed): the next approve brings it back.
-    subprocess.run(["git", "-C", str(gitops_repo), "rm", "-rq", "clusters/default/platform"], check=True)
-    subprocess.run(["git", "-C", str(gitops_repo), "commit", "-qm", "remove the platform"], check=True)
+    # (as a person a moment later: once the last commit's background index update is done)
+    git(gitops_repo, "rm", "-rq", "clusters/default/platform")
+    git(gitops_repo, "commit", "-qm", "remove the platform")
     third = factories.tenant("third", "standard")
     actions.approve(third)
     reconcile.reconcile_tenant(third.pk)
