@@ -17,16 +17,18 @@ $(STAMP): pyproject.toml
 $(DEMO_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e .
+	$(BIN)/pip install -q -e '.[demo]'
 	touch $(DEMO_STAMP)
 
 install: $(STAMP)
 
-# `make demo PORT=8100` serves on another port (the sign-in hint it prints follows).
+# `make demo PORT=8100` serves on another port (the sign-in hint it prints follows), with data of its own
+# (var/port-8100: its embedded PostgreSQL and GitOps repository), so two demos never share or break data.
 PORT ?= 8000
+DEMO_VAR = $(if $(filter 8000,$(PORT)),var,var/port-$(PORT))
 
 demo: $(DEMO_STAMP)
-	$(BIN)/gpufleet serve 127.0.0.1:$(PORT)
+	GPUFLEET_VAR_DIR=$(DEMO_VAR) $(BIN)/gpufleet serve 127.0.0.1:$(PORT)
 
 # The OIDC sign-in tests' provider (npm oidc-provider); without npm those tests skip (CI installs it).
 OIDC_NODE := tests/oidc/node_modules/.package-lock.json
@@ -35,8 +37,11 @@ $(OIDC_NODE): tests/oidc/package-lock.json
 
 # The suite runs on the machine's PostgreSQL and Redis (standard ports) unless DATABASE_URL /
 # CELERY_BROKER_URL are set; each run gets a test database of its own (gpufleet/settings/test.py).
-# `make test TEST_DATABASE_URL=sqlite:///var/test.sqlite3` runs it on SQLite.
+# When no PostgreSQL answers there, it runs on an embedded one (var/test-postgres) with a one-line notice;
+# `make test DB=embedded` uses the embedded one in any case.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/gpufleet
+DB ?= server
+EMBEDDED_DB = $(BIN)/python -m gpufleet.embedded_db run --data var/test-postgres $(if $(filter embedded,$(DB)),--force,) --
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/0
 # pytest-xdist: the suite runs in PYTEST_WORKERS processes (`make test PYTEST_WORKERS=0` runs it in one).
 # Each worker has its own test database (pytest-django appends _gw0, _gw1, ... to the name) and starts its
@@ -51,7 +56,7 @@ test: $(STAMP) $(OIDC_NODE)
 	$(BIN)/lint-imports
 	DJANGO_SETTINGS_MODULE=gpufleet.settings.test $(BIN)/python manage.py makemigrations --check --dry-run
 	DATABASE_URL="$${DATABASE_URL:-$(TEST_DATABASE_URL)}" CELERY_BROKER_URL="$${CELERY_BROKER_URL:-$(TEST_BROKER_URL)}" \
-		$(BIN)/pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
+		$(EMBEDDED_DB) $(BIN)/pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

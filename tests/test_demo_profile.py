@@ -1,6 +1,7 @@
-"""The embedded demo profile end to end, as a user runs it: the `gpufleet` script on SQLite.
+"""The embedded demo profile end to end, as a user runs it: the `gpufleet` script on its embedded PostgreSQL.
 
-SQLite has no decimal type; this is where an inexact SUM of GPU-seconds would show (billing.sums).
+Each command starts the demo's PostgreSQL (var/postgres) for itself when no demo is serving, and stops it
+when it ends: no server is left behind between commands.
 """
 
 from __future__ import annotations
@@ -23,10 +24,14 @@ def gpufleet(var: Path, *args: str) -> str:
     result = subprocess.run([sys.executable, "-m", "gpufleet.cli", *args], env=env, cwd=REPO,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
+    # The command started the demo's PostgreSQL and stopped it when it ended (a clean shutdown removes the
+    # pid file; a server still running, or killed, would leave it).
+    assert (var / "postgres" / "PG_VERSION").is_file()
+    assert not (var / "postgres" / "postmaster.pid").exists(), "a PostgreSQL outlived the gpufleet command"
     return result.stdout
 
 
-def test_demo_fleet_on_sqlite_bills_exact_gpu_seconds(tmp_path: Path) -> None:
+def test_demo_fleet_on_embedded_postgres_bills_exact_gpu_seconds(tmp_path: Path) -> None:
     var = tmp_path / "var"
     assert "Sign in at http://127.0.0.1:8000/login/" in gpufleet(var, "demo")
     tenants = {t["slug"]: t for t in json.loads(gpufleet(var, "tenant", "list", "--json"))}
@@ -43,7 +48,7 @@ def test_demo_fleet_on_sqlite_bills_exact_gpu_seconds(tmp_path: Path) -> None:
                                 "--end", first_this.isoformat(), "--json"))
     mig = {row["flavor"]: row for row in usage}["a100-3g"]
     assert mig["unit_seconds"] == hours * 2 * 3600
-    # Exact, not a float sum: SQLite would give e.g. 678902.400000001 for a plain SUM.
+    # Exact: numeric sums, no float on the way (a binary double would give e.g. 678902.400000001).
     assert Decimal(str(mig["gpu_equivalent_seconds"])) == Decimal(hours * 2 * 3600) * Decimal("0.4286")
 
     assert "Demo data ready" in gpufleet(var, "demo")  # idempotent

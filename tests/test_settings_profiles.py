@@ -18,6 +18,8 @@ BASE_ENV = {
     "OIDC_RP_CLIENT_ID": "gpufleet",
     "OIDC_RP_CLIENT_SECRET": "s3cret",
     "GPUFLEET_VCLUSTER_URL_TEMPLATE": "https://{slug}.vcluster.gpu.corp.internal",
+    # The suite's own server: a few checks below serve a request, which may open a connection.
+    "DATABASE_URL": os.environ.get("DATABASE_URL") or "postgres://postgres@127.0.0.1:5432/gpufleet",
 }
 
 
@@ -72,6 +74,21 @@ def test_production_serves_the_portal_stylesheet():
     assert "text/css" in result.stdout
 
 
+@pytest.mark.parametrize("url", ["sqlite:///var/gpufleet.sqlite3", "mysql://root@127.0.0.1/gpufleet"])
+def test_a_database_other_than_postgresql_stops_start_up_in_one_line(tmp_path, url):
+    """PostgreSQL is the only engine: the console script says so in one line (no traceback), and every
+    profile refuses it at settings time."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")}
+    env.update(DATABASE_URL=url, GPUFLEET_VAR_DIR=str(tmp_path / "var"))
+    result = subprocess.run([sys.executable, "-m", "gpufleet.cli", "tenant", "list"], env=env, cwd=REPO,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "PostgreSQL only" in lines[0] and "DATABASE_URL" in lines[0], result.stderr
+    production = load({**BASE_ENV, "DATABASE_URL": url})
+    assert production.returncode != 0 and "PostgreSQL only" in production.stderr
+
+
 @pytest.mark.parametrize("missing", sorted(BASE_ENV))
 def test_production_names_the_missing_variable(missing):
     result = load({k: v for k, v in BASE_ENV.items() if k != missing})
@@ -92,10 +109,9 @@ def test_production_refuses_a_weak_or_default_secret_key(key, reason):
     assert "ImproperlyConfigured" in result.stderr and reason in result.stderr, result.stderr[-500:]
 
 
-def test_check_deploy_is_clean_in_the_production_profile(tmp_path):
-    env = {**BASE_ENV, "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"}
+def test_check_deploy_is_clean_in_the_production_profile():
     result = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-                            env=production_env(env), capture_output=True, text=True, cwd=REPO)
+                            env=production_env(BASE_ENV), capture_output=True, text=True, cwd=REPO)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout, result.stdout
 

@@ -1,8 +1,8 @@
 """The `gpufleet` console script: Django's management commands with the platform's defaults.
 
-Without DJANGO_SETTINGS_MODULE it uses the embedded demo profile (SQLite under ./var, GitOps into a
-local repository) and applies pending migrations first, so `gpufleet tenant create ...` works on a
-fresh checkout.
+Without DJANGO_SETTINGS_MODULE it uses the embedded demo profile (an embedded PostgreSQL under ./var,
+started for the command unless the demo already runs it; GitOps into a local repository) and applies
+pending migrations first, so `gpufleet tenant create ...` works on a fresh checkout.
 
 `gpufleet`, `gpufleet help` and `gpufleet --help` list gpufleet's own commands, one line each; Django's
 whole list (migrate, createsuperuser, ...) is one `gpufleet help --django` away.
@@ -57,9 +57,16 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpufleet.settings.demo")
     import django
     from django.conf import settings
+    from django.core.exceptions import ImproperlyConfigured
     from django.core.management import call_command, execute_from_command_line
 
-    django.setup()
+    from gpufleet.embedded_db import EmbeddedDatabaseError
+
+    try:
+        django.setup()
+    except (ImproperlyConfigured, EmbeddedDatabaseError) as exc:  # a setting to fix: one line, no traceback
+        sys.stderr.write(f"gpufleet: {exc}\n")
+        sys.exit(2)
     quiet_logs()
     args = argv[1:]
     if not args or args in (["help"], ["--help"], ["-h"]):

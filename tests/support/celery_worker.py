@@ -16,6 +16,7 @@ import redis
 from django.conf import settings
 from django.db import connection
 
+from .database import database_url
 from .services import REPO, missing, running
 
 
@@ -41,16 +42,12 @@ def celery_worker(gitops_repo: Path, log_path: Path, *, broker: str | None = Non
     url = broker or broker_url()
     if not url.startswith("redis://") or not redis_available(url):
         missing(f"Redis broker not reachable at {url}")
-    if connection.vendor != "postgresql":
-        missing("the worker test needs PostgreSQL (set DATABASE_URL)")
     db = connection.settings_dict
     queue = queue or f"test-{uuid.uuid4().hex[:8]}"
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "gpufleet.settings.test",
-        "DATABASE_URL": (
-            f"postgres://{db['USER'] or 'postgres'}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-        ),
+        "DATABASE_URL": database_url(db),
         "CELERY_BROKER_URL": url,
         "CELERY_TASK_DEFAULT_QUEUE": queue,
         "GPUFLEET_GITOPS_REPO": str(gitops_repo),

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from tests.support.services import REPO, missing
+from tests.support.database import database_url
+from tests.support.services import REPO
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.service]
 
@@ -24,9 +25,7 @@ HOLDER = Path(__file__).with_name("lock_holder.py")
 
 
 def _database_url() -> str:
-    s = connection.settings_dict
-    auth = s["USER"] + (f":{s['PASSWORD']}" if s.get("PASSWORD") else "")
-    return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+    return database_url(connection.settings_dict)
 
 
 class Holder:
@@ -76,8 +75,6 @@ class Holder:
 
 
 def test_second_process_waits_for_the_first() -> None:
-    if connection.vendor != "postgresql":
-        missing("advisory locks need PostgreSQL (set DATABASE_URL=postgres://...)")
     first, second = Holder(39, hash_seed="1"), None
     try:
         assert first.says("held", timeout=60)
@@ -96,8 +93,6 @@ def test_second_process_waits_for_the_first() -> None:
 
 
 def test_other_tenants_do_not_wait() -> None:
-    if connection.vendor != "postgresql":
-        missing("advisory locks need PostgreSQL (set DATABASE_URL=postgres://...)")
     first, second = Holder(39, hash_seed="1"), Holder(40, hash_seed="1")
     try:
         assert first.says("held", timeout=60)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import dj_database_url
-
+from .database import LOCAL_URL, database_settings
 from .env import env, env_bool, env_list
 
 # platform/gpufleet/settings/base.py -> repository root is three levels up from platform/.
@@ -80,11 +79,7 @@ TEMPLATES = [
     }
 ]
 
-DATABASES = {
-    "default": dj_database_url.parse(
-        env("DATABASE_URL", f"sqlite:///{VAR_DIR / 'gpufleet.sqlite3'}"), conn_max_age=60
-    )
-}
+DATABASES = {"default": database_settings(env("DATABASE_URL", LOCAL_URL))}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTHENTICATION_BACKENDS = [

@@ -6,9 +6,11 @@ from django.core.exceptions import ImproperlyConfigured
 
 from .base import *  # noqa: F403
 from .base import CONTENT_SECURITY_POLICY, oidc_endpoints
+from .database import database_settings
 from .env import env, env_bool, env_list, require, require_secret_key
 
 SECRET_KEY = require_secret_key("SECRET_KEY")
+DATABASES = {"default": database_settings(require("DATABASE_URL"))}
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS") or [require("ALLOWED_HOSTS")]
 OIDC_OP_ISSUER = require("OIDC_OP_ISSUER")
 OIDC_RP_CLIENT_ID = require("OIDC_RP_CLIENT_ID")

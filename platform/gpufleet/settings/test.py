@@ -14,8 +14,6 @@ DATABASES["default"]["CONN_MAX_AGE"] = 0  # noqa: F405
 # The test database: GPUFLEET_TEST_DB_NAME when given; on PostgreSQL otherwise one of this run's own
 # (`test_<database>_<pid>`), so two runs on one machine never drop each other's database (Django's
 # default `test_<database>` is shared and is dropped by whoever starts next). pytest-django drops it at
-# the end of the run. SQLite keeps Django's default (in memory).
-_test_name = env("GPUFLEET_TEST_DB_NAME", None)
-if not _test_name and DATABASES["default"]["ENGINE"].endswith("postgresql"):  # noqa: F405
-    _test_name = f"test_{DATABASES['default']['NAME']}_{os.getpid()}"  # noqa: F405
+# the end of the run.
+_test_name = env("GPUFLEET_TEST_DB_NAME", None) or f"test_{DATABASES['default']['NAME']}_{os.getpid()}"  # noqa: F405
 DATABASES["default"]["TEST"] = {"NAME": _test_name}  # noqa: F405
