@@ -109,11 +109,10 @@ def store_usage_batches(start: datetime, end: datetime,
     seen: dict[tuple[int, int, int], set[datetime]] = {}  # hours stored so far, per (tenant, flavor, cluster)
     records, total = 0, Decimal(0)
     with transaction.atomic():
-        if connection.vendor == "postgresql":
-            # Usage rows are re-derivable from the TSDB and the next hourly run re-collects: the commit
-            # need not wait for the WAL of ~10^5 rows to reach disk (atomicity is unaffected).
-            with connection.cursor() as cursor:
-                cursor.execute("SET LOCAL synchronous_commit TO OFF")
+        # Usage rows are re-derivable from the TSDB and the next hourly run re-collects: the commit
+        # need not wait for the WAL of ~10^5 rows to reach disk (atomicity is unaffected).
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit TO OFF")
         replaced = UsageRecord.objects.filter(hour__gte=start, hour__lt=end)._raw_delete(
             UsageRecord.objects.db)  # nothing references usage rows: no cascade, no signals to honour
         for samples, unmatched in batches:
@@ -126,7 +125,7 @@ def store_usage_batches(start: datetime, end: datetime,
             _lock_owners(rows, owners)
             total += _insert_usage(rows, now, start, end)
             records += sum(map(len, rows.values()))
-        if connection.vendor == "postgresql" and records >= ANALYZE_AFTER_ROWS:
+        if records >= ANALYZE_AFTER_ROWS:
             # A month COPYed at once leaves the planner with the old row count until autovacuum's next
             # analyze: drafting right after then sorted 323,400 rows on disk to group them by day
             # (estimated 1,315) instead of hashing them. ANALYZE samples a fixed number of rows, and in
@@ -208,8 +207,6 @@ def _lock_owners(rows: UsageRows, owners: _Owners) -> None:
     """Lock the tenants, flavors and clusters the rows refer to as a foreign-key check would (FOR KEY
     SHARE: they cannot be deleted until this transaction ends), once each, and refuse rows whose
     referenced row vanished since `_Owners.load` (the usage table has no per-row FK triggers)."""
-    if connection.vendor != "postgresql":
-        return  # SQLite (demo, CLI default) serialises writers: nothing can vanish meanwhile
     wanted: dict[Any, set[int]] = {Tenant: set(), Flavor: set(), Cluster: set()}
     for (t, f, c), hours in rows.items():
         if hours:
@@ -237,14 +234,8 @@ USAGE_COLUMNS = ("tenant_id", "flavor_id", "cluster_id", "hour", "unit_seconds",
 
 
 def _insert_usage(rows: UsageRows, now: datetime, start: datetime, end: datetime) -> Decimal:
-    """Write the rows; returns their unit-seconds. PostgreSQL gets them through one COPY per batch (a
-    month of 1,000 GPUs is 3-5 x 10^5 rows); other databases in batches of model instances."""
-    if connection.vendor != "postgresql":
-        UsageRecord.objects.bulk_create([
-            UsageRecord(tenant_id=t, flavor_id=f, cluster_id=c, hour=h, unit_seconds=u, gpu_equivalent_seconds=g,
-                        collected_at=now, window_start=start, window_end=end)
-            for (t, f, c), hours in rows.items() for h, (u, g) in hours.items()], batch_size=2000)
-        return sum((u for hours in rows.values() for u, _ in hours.values()), Decimal(0))
+    """Write the rows through one COPY per batch (a month of 1,000 GPUs is 3-5 x 10^5 rows); returns their
+    unit-seconds."""
     # COPY's binary format written by hand: PostgreSQL then reads ids, stamps and numerics without parsing
     # text (a three-cluster month's COPY: ~0.4 CPU-s less in PostgreSQL), and Python encodes each distinct
     # value, hour and group once, with psycopg's own binary dumpers: a batch of ~5 x 10^4 rows has a few
@@ -664,14 +655,10 @@ LINE_COLUMNS = ("invoice_id", "position", "kind", "flavor_id", "flavor_name", "c
 
 
 def _insert_lines(rows: list[tuple[Any, ...]]) -> None:
-    """Invoice lines, values in LINE_COLUMNS order. PostgreSQL gets one COPY: a month of 200 tenants on three
-    clusters is 1,800 lines of 22 values, which bulk_create prepared field by field and the client cursor
-    quoted one by one (~0.15 s of a 0.5 s draft); COPY's rows go through psycopg's C dumpers, and the
-    database stores the same values (its numeric columns round to their scale either way)."""
-    if connection.vendor != "postgresql":
-        InvoiceLine.objects.bulk_create([InvoiceLine(**dict(zip(LINE_COLUMNS, row, strict=True))) for row in rows],
-                                        batch_size=1000)
-        return
+    """Invoice lines, values in LINE_COLUMNS order, in one COPY: a month of 200 tenants on three clusters is
+    1,800 lines of 22 values, which bulk_create prepared field by field and the client cursor quoted one by
+    one (~0.15 s of a 0.5 s draft); COPY's rows go through psycopg's C dumpers, and the database stores the
+    same values (its numeric columns round to their scale either way)."""
     with connection.cursor() as cursor, cursor.cursor.copy(  # psycopg 3's COPY on Django's cursor
             f"COPY {InvoiceLine._meta.db_table} ({', '.join(LINE_COLUMNS)}) FROM STDIN") as copy:
         for row in rows:

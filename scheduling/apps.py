@@ -55,5 +55,5 @@ class SchedulingConfig(AppConfig):
             demo,  # noqa: F401  (registers the demo fleet's catalog seeder)
         )
 
-        # After every migrate: a table SQLite rebuilt to alter it has lost its triggers.
+        # After every migrate: a database migrated back past the revision table, or restored, gets them again.
         post_migrate.connect(catalog_revision.after_migrate, sender=self, dispatch_uid="gpufleet-catalog-revision")

@@ -13,8 +13,9 @@ would repeat, and a process that cached the rolled-back catalog under it would s
 that changes a catalog table draws a new one, inside its own transaction, so a transaction sees its own
 changes' token and others see it once it commits.
 
-The triggers are (re)installed after every `migrate` (post_migrate): SQLite rebuilds a table to alter it,
-which drops its triggers. A process checks once that they are all there and caches nothing if not.
+The triggers are (re)installed after every `migrate` (post_migrate), so a database restored without them, or
+migrated back and forth past the revision table, gets them again. A process checks once that they are all
+there and caches nothing if not.
 """
 
 from __future__ import annotations
@@ -53,65 +54,32 @@ END $$"""
     return statements
 
 
-def sqlite_statements(tables: tuple[str, ...] = TABLES) -> list[str]:
-    """SQLite has row-level triggers only: one per table and operation."""
-    statements = []
-    for table in tables:
-        for operation in ("INSERT", "UPDATE", "DELETE"):
-            name = f"{_TRIGGER}_{table}_{operation.lower()}"
-            statements += [
-                f'DROP TRIGGER IF EXISTS "{name}"',
-                # Names from this module's constants only, never from input.
-                f'CREATE TRIGGER "{name}" AFTER {operation} ON "{table}" BEGIN '  # noqa: S608
-                "INSERT OR REPLACE INTO scheduling_catalogrevision (id, token) VALUES (1, random()); END",
-            ]
-    return statements
-
-
-def _expected(vendor: str) -> int:
-    return len(TABLES) * (3 if vendor == "sqlite" else 1)
-
-
 def install(connection: Any) -> None:
     """(Re)install the triggers on this database connection (idempotent). Not before the revision table
     exists (a database migrated back past it): triggers writing a missing table would fail every write."""
-    statements = {"postgresql": postgresql_statements, "sqlite": sqlite_statements}.get(connection.vendor)
-    if statements is None:
-        return  # another database: no triggers, so `current` answers None and nothing is cached
     if "scheduling_catalogrevision" not in connection.introspection.table_names():
         uninstall(connection)
         return
     with connection.cursor() as cursor:
-        for statement in statements():
+        for statement in postgresql_statements():
             cursor.execute(statement)
 
 
 def uninstall(connection: Any) -> None:
     """Drop the triggers (migrating back past the revision table)."""
+    existing = set(connection.introspection.table_names())
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            existing = set(connection.introspection.table_names())
-            for table in TABLES:
-                if table in existing:  # DROP TRIGGER ... ON a missing table fails even with IF EXISTS
-                    cursor.execute(f'DROP TRIGGER IF EXISTS {_TRIGGER} ON "{table}"')
-            cursor.execute("DROP FUNCTION IF EXISTS gpufleet_catalog_changed()")
-        elif connection.vendor == "sqlite":
-            for statement in sqlite_statements():
-                if statement.startswith("DROP "):
-                    cursor.execute(statement)
+        for table in TABLES:
+            if table in existing:  # DROP TRIGGER ... ON a missing table fails even with IF EXISTS
+                cursor.execute(f'DROP TRIGGER IF EXISTS {_TRIGGER} ON "{table}"')
+        cursor.execute("DROP FUNCTION IF EXISTS gpufleet_catalog_changed()")
 
 
 def installed(connection: Any) -> bool:
     """Are all the triggers there? (Asked once per process and database.)"""
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute("SELECT count(*) FROM pg_trigger WHERE tgname = %s AND NOT tgisinternal", [_TRIGGER])
-        elif connection.vendor == "sqlite":
-            cursor.execute("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name LIKE %s",
-                           [f"{_TRIGGER}_%"])
-        else:
-            return False
-        return cursor.fetchone()[0] == _expected(connection.vendor)
+        cursor.execute("SELECT count(*) FROM pg_trigger WHERE tgname = %s AND NOT tgisinternal", [_TRIGGER])
+        return bool(cursor.fetchone()[0] == len(TABLES))
 
 
 _CHECKED: dict[str, bool] = {}  # database name -> its triggers are installed

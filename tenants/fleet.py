@@ -201,14 +201,10 @@ def _slugs(tenant_ids: set[int]) -> set[str]:
 
 
 def _stamp_reconciled(tenant_ids: list[int]) -> None:
-    """`last_reconciled_at` of every clean tenant in one statement. On PostgreSQL the ids go as ONE array
-    literal: `pk__in` of 10,000 ids is 10,000 placeholders that Django compiles and psycopg converts one by
-    one (0.4 s of a no-op pass at 3,000 tenants)."""
+    """`last_reconciled_at` of every clean tenant in one statement. The ids go as ONE array literal:
+    `pk__in` of 10,000 ids is 10,000 placeholders that Django compiles and psycopg converts one by one
+    (0.4 s of a no-op pass at 3,000 tenants)."""
     now = clock.now()
-    if connection.vendor != "postgresql":
-        for chunk in _chunks(tenant_ids, VIEW_CHUNK):  # SQLite: bounded IN lists
-            Tenant.objects.filter(pk__in=chunk).update(last_reconciled_at=now)
-        return
     table, pk = connection.ops.quote_name(Tenant._meta.db_table), connection.ops.quote_name(Tenant._meta.pk.column)
     sql = f"UPDATE {table} SET last_reconciled_at = %s WHERE {pk} = ANY(%s::bigint[])"  # noqa: S608 - names from the model
     with connection.cursor() as cursor:

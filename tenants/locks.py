@@ -6,16 +6,10 @@ derived the namespace from `hash(name)`, which Python salts per process, so two 
 for the same tenant.) It is the session form (`pg_advisory_lock`), not `pg_advisory_xact_lock`, because a
 reconcile spans several transactions (status writes before and after the backend's apply); it is released
 in `finally`, and PostgreSQL releases it too if the connection dies.
-
-On SQLite (the embedded single-process demo) there are no advisory locks: a process-local threading lock
-serialises reconciles of one tenant between threads of THIS process only. Two processes on one SQLite file
-(e.g. `gpufleet reconcile` run while `gpufleet serve` reconciles) are NOT serialised against each other;
-SQLite's own write lock only makes each transaction atomic. Run several workers only on PostgreSQL.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -25,8 +19,6 @@ from django.db import connection
 # and apart from anyone else's advisory locks on a shared database. Never reuse or renumber one.
 NAMESPACES = {"tenant": 0x6770_6601}
 _INT4 = range(-(2**31), 2**31)
-_local_locks: dict[str, threading.Lock] = {}
-_local_guard = threading.Lock()
 
 
 @contextmanager
@@ -35,20 +27,13 @@ def exclusive(name: str, key: int) -> Iterator[None]:
     namespace = NAMESPACES[name]
     if key not in _INT4:  # the two-integer form takes int4 keys; a bigger pk would be an error, not a wrap
         raise ValueError(f"advisory lock key {key} does not fit in a 32-bit integer")
-    if connection.vendor == "postgresql":
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(%s, %s)", [namespace, key])
+    try:
+        yield
+    finally:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_lock(%s, %s)", [namespace, key])
-        try:
-            yield
-        finally:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [namespace, key])
-    else:
-        # SQLite: this process's threads only (see the module docstring).
-        with _local_guard:
-            lock = _local_locks.setdefault(f"{name}:{key}", threading.Lock())
-        with lock:
-            yield
+            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [namespace, key])
 
 
 def tenant_lock(tenant_id: int) -> object:
@@ -59,8 +44,8 @@ def try_exclusive_many(name: str, keys: list[int]) -> list[int]:
     """Take (NAMESPACES[name], key) for every key that no other session holds, in ONE statement, without
     waiting: the keys taken (the caller holds them until `release_many`). Never waiting is what makes holding
     many at once safe: a session that holds one of them is simply left to the caller's one-by-one path, so
-    no two sessions can wait on each other. PostgreSQL only ([] elsewhere: take them one by one)."""
-    if connection.vendor != "postgresql" or not keys:
+    no two sessions can wait on each other."""
+    if not keys:
         return []
     for key in keys:
         if key not in _INT4:
@@ -73,7 +58,7 @@ def try_exclusive_many(name: str, keys: list[int]) -> list[int]:
 
 def release_many(name: str, keys: list[int]) -> None:
     """Release what `try_exclusive_many` took, in one statement."""
-    if connection.vendor != "postgresql" or not keys:
+    if not keys:
         return
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_unlock(%s, k) FROM unnest(%s::int[]) AS k",

@@ -70,12 +70,9 @@ def test_token_expiry_follows_the_clock(api):
 @pytest.mark.parametrize("moved_to", ["2027-02-01 00:00:00", "2030-06-15 12:00:00"])
 def test_date_logic_passes_with_the_process_clock_moved(moved_to):
     faketime = need_binary("faketime")
-    database = os.environ.get("DATABASE_URL", "")
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1",
            # Its own test database, so this run never drops the outer run's one.
            "GPUFLEET_TEST_DB_NAME": f"test_gpufleet_clock_{moved_to[:4]}_{os.getpid()}"}
-    if not database.startswith("postgres"):
-        env.pop("GPUFLEET_TEST_DB_NAME")  # SQLite test databases live in memory: nothing to share
     result = subprocess.run(
         [faketime, "-f", f"@{moved_to}", sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
          "-o", "addopts=", *DATE_LOGIC],

@@ -2,7 +2,6 @@
 
 The model and queryset refuse such writes in Python; this trigger also refuses raw SQL and other
 clients. Allowed: a finalized invoice may become void (state, voided_at, void_reason only).
-PostgreSQL only (the SQLite demo relies on the Python guard).
 """
 
 from django.db import migrations
@@ -62,8 +61,7 @@ DROP FUNCTION IF EXISTS billing_invoice_guard();
 
 def _run(sql):
     def apply(apps, schema_editor):
-        if schema_editor.connection.vendor == "postgresql":
-            schema_editor.execute(sql, params=None)
+        schema_editor.execute(sql, params=None)
 
     return apply
 

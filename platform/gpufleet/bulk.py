@@ -2,9 +2,9 @@
 
 Django's `bulk_update` writes `SET f = CASE WHEN pk = 1 THEN ... WHEN pk = 2 THEN ... END` with a
 placeholder per row and field: for a chunk of 250 placements it compiled and quoted for ~0.2 s, a fifth
-of the cold pass's main-process CPU at 3,000 tenants. On PostgreSQL this sends one array per field and
-joins on `unnest` instead; the values go through each field's own `get_db_prep_save` (JSON as its text,
-cast to the column's type, which for jsonb stores exactly what the ORM would). Elsewhere: `bulk_update`.
+of the cold pass's main-process CPU at 3,000 tenants. This sends one array per field and joins on
+`unnest` instead; the values go through each field's own `get_db_prep_save` (JSON as its text, cast to
+the column's type, which for jsonb stores exactly what the ORM would).
 """
 
 from __future__ import annotations
@@ -20,10 +20,6 @@ from django.db import connection, models
 def update_rows(model: type[models.Model], rows: Mapping[Any, Mapping[str, Any]], fields: Sequence[str]) -> None:
     """For each pk in `rows`, set `fields` to `rows[pk][field]` (every row has every field)."""
     if not rows:
-        return
-    if connection.vendor != "postgresql":
-        objs = [model(pk=pk, **{f: values[f] for f in fields}) for pk, values in rows.items()]
-        model.objects.bulk_update(objs, list(fields), batch_size=500)
         return
     meta = model._meta
     quote = connection.ops.quote_name

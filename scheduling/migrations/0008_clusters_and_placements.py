@@ -30,10 +30,9 @@ def to_default_cluster(apps, schema_editor):
         Placement(tenant_id=pk, cluster=default, home=True)
         for pk in apps.get_model("tenants", "Tenant").objects.exclude(pk__in=homed).values_list("pk", flat=True)
     )
-    if schema_editor.connection.vendor == "postgresql":
-        # The FK checks of the rows just written are deferred; the ALTER TABLEs that follow in this
-        # transaction refuse to run with pending trigger events, so fire them now.
-        schema_editor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+    # The FK checks of the rows just written are deferred; the ALTER TABLEs that follow in this
+    # transaction refuse to run with pending trigger events, so fire them now.
+    schema_editor.execute("SET CONSTRAINTS ALL IMMEDIATE")
 
 
 def from_default_cluster(apps, schema_editor):

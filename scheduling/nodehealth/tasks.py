@@ -16,11 +16,9 @@ def remediate_fleet() -> int:
     from .remediation import assess, remediate
 
     # One pass at a time across workers: two passes could both start a remediation within the limits.
-    got = True
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_try_advisory_lock(%s)", [NODE_HEALTH_LOCK])
-            got = bool(cursor.fetchone()[0])
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [NODE_HEALTH_LOCK])
+        got = bool(cursor.fetchone()[0])
     if not got:
         return 0
     try:
@@ -28,9 +26,8 @@ def remediate_fleet() -> int:
             ops = kube.cluster_ops()
             return len(remediate(assess(None, ops=ops, metrics=kube.metrics_client()), ops))
     finally:
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s)", [NODE_HEALTH_LOCK])
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [NODE_HEALTH_LOCK])
 
 
 NODE_HEALTH_LOCK = 0x6E6F6465  # "node": one fixed number, the same in every process

@@ -6,12 +6,11 @@ import threading
 from decimal import Decimal
 
 import pytest
-from django.db import connection, connections
+from django.db import connections
 
 from billing import actions, invoicing
 from billing.models import Invoice, InvoiceCounter
 from tests.billing.helpers import catalog, hour, sample, tenants, usage
-from tests.support.services import missing
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -40,8 +39,6 @@ def _in_threads(fn, args_list):
 
 
 def test_finalize_twice_concurrently_yields_one_finalized_invoice():
-    if connection.vendor != "postgresql":
-        missing("row locks need PostgreSQL (set DATABASE_URL=postgres://...)")
     flavors = catalog()
     tenants("acme", "globex")
     usage(hour(2026, 10, 1), hour(2026, 11, 1), [sample("acme", flavors["a100"], hour(2026, 10, 2), "3600"),
@@ -61,8 +58,6 @@ def test_finalize_twice_concurrently_yields_one_finalized_invoice():
 
 
 def test_redrafting_while_finalizing_never_changes_the_finalized_invoice():
-    if connection.vendor != "postgresql":
-        missing("row locks need PostgreSQL (set DATABASE_URL=postgres://...)")
     flavors = catalog()
     tenants("acme")
     usage(hour(2026, 10, 1), hour(2026, 11, 1), [sample("acme", flavors["a100"], hour(2026, 10, 2), "3600")])

@@ -13,7 +13,6 @@ from billing.models import FinalizedInvoiceError, Invoice, InvoiceLine, Price, U
 from gpufleet.audit.models import AuditEvent
 from tenants.errors import ActionError
 from tests.billing.helpers import catalog, hour, hours, sample, tenants, usage
-from tests.support.services import missing
 
 pytestmark = pytest.mark.django_db
 
@@ -206,8 +205,6 @@ def test_a_finalized_invoice_cannot_change_through_the_model_or_queryset(finaliz
     "DELETE FROM billing_invoice WHERE id = %s",
 ])
 def test_the_database_refuses_raw_changes_to_a_finalized_invoice(finalized, sql):
-    if connection.vendor != "postgresql":
-        missing("the trigger guard is PostgreSQL's (set DATABASE_URL=postgres://...)")
     with pytest.raises(DatabaseError, match="cannot be"), transaction.atomic(), connection.cursor() as cur:
         cur.execute(sql, [finalized.pk])
     finalized.refresh_from_db()
@@ -222,9 +219,8 @@ def test_void_reissue_and_gapless_numbers(finalized, flavors):
     assert voided.state == "void" and voided.number == finalized.number
     with pytest.raises(ActionError):
         actions.finalize(voided.pk)
-    if connection.vendor == "postgresql":  # the raw-SQL guard is a PostgreSQL trigger; SQLite has only the actions
-        with pytest.raises(DatabaseError), transaction.atomic(), connection.cursor() as cur:
-            cur.execute("UPDATE billing_invoice SET state = 'finalized' WHERE id = %s", [voided.pk])
+    with pytest.raises(DatabaseError), transaction.atomic(), connection.cursor() as cur:
+        cur.execute("UPDATE billing_invoice SET state = 'finalized' WHERE id = %s", [voided.pk])
     new = actions.reissue(voided.pk)
     assert new.state == "draft" and new.replaces_id == voided.pk and new.total == Decimal("15.12")
     new = actions.finalize(new.pk)

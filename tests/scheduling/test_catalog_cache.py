@@ -4,8 +4,6 @@ rolled back never comes back from the cache."""
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
 from django.db import connection, transaction
 
@@ -96,21 +94,3 @@ def test_without_its_triggers_the_catalog_is_never_cached(fleet) -> None:
         catalog_revision.forget_checks()
     assert token() is not None
 
-
-def test_the_sqlite_triggers_redraw_the_token() -> None:
-    """The embedded default runs on SQLite (row-level triggers only): the same statements, on a real one."""
-    db = sqlite3.connect(":memory:")
-    db.execute("CREATE TABLE scheduling_catalogrevision (id integer PRIMARY KEY, token bigint NOT NULL)")
-    for table in catalog_revision.TABLES:
-        db.execute(f'CREATE TABLE "{table}" (id integer PRIMARY KEY, v integer)')
-    for statement in catalog_revision.sqlite_statements():
-        db.execute(statement)
-    tokens = set()
-    for table in catalog_revision.TABLES:
-        for statement in (f'INSERT INTO "{table}" (id, v) VALUES (1, 1)', f'UPDATE "{table}" SET v = 2',
-                          f'DELETE FROM "{table}"'):
-            db.execute(statement)
-            tokens.add(db.execute("SELECT token FROM scheduling_catalogrevision WHERE id = 1").fetchone()[0])
-    assert len(tokens) == 3 * len(catalog_revision.TABLES)
-    names = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
-    assert len(names) == 3 * len(catalog_revision.TABLES)

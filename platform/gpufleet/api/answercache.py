@@ -16,7 +16,7 @@ What decides an answer, and so is in the key:
   API version, the active time zone and language.
 
 Never cached: anything but GET, answers other than 200, the browsable API (HTML with a CSRF token),
-requests without a data version (SQLite) and requests inside a transaction (`atomic` block), which could
+requests without a data version (before its migration) and requests inside a transaction (`atomic` block), which could
 see their own uncommitted writes -- those are not in any committed version. An answer is stored under the
 version read *before* its data, and the data it was built from is at least that new: a reader of that
 version never gets anything older than what it could have read itself.

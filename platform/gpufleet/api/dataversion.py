@@ -20,7 +20,6 @@ unwatched table (below) after its last watched write. PostgreSQL would then dete
 
 Unwatched tables: written on reads or sign-ins, and shown by no cached answer (a test checks that every
 other table has the trigger). `post_migrate` installs the trigger on tables that a later migration adds.
-Only PostgreSQL: elsewhere (the SQLite demo) there is no version, and nothing is cached.
 """
 
 from __future__ import annotations
@@ -79,10 +78,6 @@ DROP FUNCTION IF EXISTS {TRIGGER}() CASCADE;
 """
 
 
-def supported(connection: Any) -> bool:
-    return bool(connection.vendor == "postgresql")
-
-
 def watched_tables(connection: Any) -> list[str]:
     """Every table of an installed model (auto-created many-to-many tables included) except UNWATCHED."""
     tables = connection.introspection.django_table_names(only_existing=True, include_views=False)
@@ -103,8 +98,6 @@ def install_triggers(using: str = "default", **_: Any) -> list[str]:
     Runs after every `migrate` (post_migrate), so a table a later migration creates is watched from then
     on; it first asks the catalog, so a `flush` (which also sends post_migrate) costs one query."""
     connection = connections[using]
-    if not supported(connection):
-        return []
     with connection.cursor() as cursor:
         cursor.execute("SELECT to_regclass(%s)", [VERSION_TABLE])
         if cursor.fetchone()[0] is None:  # migrations before gpufleet_api 0002: nothing to install yet
@@ -122,10 +115,8 @@ VERSION_SQL = f"SELECT version FROM {VERSION_TABLE} WHERE id = 1"  # noqa: S608 
 
 
 def read_version(using: str = "default") -> int | None:
-    """The committed data version as this connection sees it now, or None where there is none."""
+    """The committed data version as this connection sees it now, or None before its migration ran."""
     connection = connections[using]
-    if not supported(connection):
-        return None
     with connection.cursor() as cursor:
         cursor.execute(VERSION_SQL)
         row = cursor.fetchone()

@@ -1,4 +1,4 @@
-"""The fleet's data version and the triggers that keep it (gpufleet/api/dataversion.py). PostgreSQL only."""
+"""The fleet's data version and the triggers that keep it (gpufleet/api/dataversion.py)."""
 
 from typing import Any
 
@@ -8,17 +8,15 @@ from django.db import migrations
 def install(apps: Any, schema_editor: Any) -> None:
     from gpufleet.api import dataversion
 
-    if dataversion.supported(schema_editor.connection):
-        schema_editor.execute(dataversion.INSTALL_SQL)
-        # Tables migrated before this one; later ones get theirs from post_migrate (apps.py).
-        dataversion.install_triggers(schema_editor.connection.alias)
+    schema_editor.execute(dataversion.INSTALL_SQL)
+    # Tables migrated before this one; later ones get theirs from post_migrate (apps.py).
+    dataversion.install_triggers(schema_editor.connection.alias)
 
 
 def uninstall(apps: Any, schema_editor: Any) -> None:
     from gpufleet.api import dataversion
 
-    if dataversion.supported(schema_editor.connection):
-        schema_editor.execute(dataversion.UNINSTALL_SQL)
+    schema_editor.execute(dataversion.UNINSTALL_SQL)
 
 
 class Migration(migrations.Migration):

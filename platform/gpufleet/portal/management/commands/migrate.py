@@ -5,7 +5,6 @@ still runs, an operator's manual run) would both apply the same migration: dupli
 best, a half-applied schema at worst. The lock is session-level (migrate runs many transactions) on
 its own key, apart from the tenant locks (tenants/locks.py). A waiting run says so and gives up after
 `--lock-timeout` seconds (keep it under the Job's activeDeadlineSeconds) rather than hanging the hook.
-SQLite (the one-process demo) needs no lock.
 """
 
 from __future__ import annotations
@@ -34,9 +33,6 @@ class Command(DjangoMigrate):
 
     def handle(self, *args: Any, **options: Any) -> None:
         connection = connections[options["database"]]
-        if connection.vendor != "postgresql":
-            super().handle(*args, **options)
-            return
         self._acquire(connection, options["lock_timeout"], options["verbosity"])
         try:
             super().handle(*args, **options)
