@@ -23,11 +23,11 @@ LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
 @cache
-def _lookup_sql(vendor: str) -> tuple[str, list[str], list[str]]:
+def _lookup_sql() -> tuple[str, list[str], list[str]]:
     """One statement for the whole lookup: the active token with that digest, its user (every column,
-    as `select_related` loaded it), an EXISTS per platform role and, on PostgreSQL, the fleet's data
-    version (gpufleet/api/dataversion.py), which the API's answer cache keys answers by: a cached read
-    then costs this one query.
+    as `select_related` loaded it), an EXISTS per platform role and the fleet's data version
+    (gpufleet/api/dataversion.py), which the API's answer cache keys answers by: a cached read then costs
+    this one query.
 
     Written once from the models' metadata rather than through the ORM per request: building and
     compiling that queryset (joins, the Q of `active()`, two annotated subqueries) cost more CPU than the
@@ -47,7 +47,7 @@ def _lookup_sql(vendor: str) -> tuple[str, list[str], list[str]]:
     columns = ([f't."{ApiToken._meta.get_field(a).column}"' for a in token_cols]
                + [f'u."{user_model._meta.get_field(a).column}"' for a in user_cols]
                + [role] * len(PLATFORM_ROLES)
-               + ([f"({VERSION_SQL})"] if vendor == "postgresql" else []))
+               + [f"({VERSION_SQL})"])
     user_fk = ApiToken._meta.get_field("user").column
     sql = (f'SELECT {", ".join(columns)} FROM "{ApiToken._meta.db_table}" t '  # noqa: S608
            f'JOIN "{user_model._meta.db_table}" u ON u."{user_model._meta.pk.column}" = t."{user_fk}" '
@@ -59,7 +59,7 @@ def _lookup_sql(vendor: str) -> tuple[str, list[str], list[str]]:
 def find_active_token(digest: str, now: datetime) -> ApiToken | None:
     """The active token with `digest` (user loaded, its platform roles remembered), or None."""
     db = router.db_for_read(ApiToken)
-    sql, token_cols, user_cols = _lookup_sql(connections[db].vendor)
+    sql, token_cols, user_cols = _lookup_sql()
     with connections[db].cursor() as cursor:
         cursor.execute(sql, [*PLATFORM_ROLES, digest, now])
         row = cursor.fetchone()
@@ -72,7 +72,7 @@ def find_active_token(digest: str, now: datetime) -> ApiToken | None:
     held = row[n_token + n_user:n_token + n_user + len(PLATFORM_ROLES)]
     remember_roles(user, {role for role, has in zip(PLATFORM_ROLES, held, strict=True) if has})
     # Read in the same statement as the token: the version the data read after it is at least as new as.
-    token.data_version = row[-1] if len(row) > n_token + n_user + len(PLATFORM_ROLES) else None  # type: ignore[attr-defined]
+    token.data_version = row[-1]  # type: ignore[attr-defined]
     return token
 
 
