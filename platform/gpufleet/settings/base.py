@@ -10,7 +10,8 @@ from .env import env, env_bool, env_list
 # platform/gpufleet/settings/base.py -> repository root is three levels up from platform/.
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 REPO_DIR = PACKAGE_DIR.parent.parent
-VAR_DIR = Path(env("GPUFLEET_VAR_DIR", str(REPO_DIR / "var")))
+# Absolute: git and the GitOps writer run in other working directories (a relative GPUFLEET_VAR_DIR broke them).
+VAR_DIR = Path(env("GPUFLEET_VAR_DIR", str(REPO_DIR / "var"))).resolve()
 
 SECRET_KEY = env("SECRET_KEY", "insecure-development-key-not-for-production")
 DEBUG = env_bool("DEBUG", False)
