@@ -96,7 +96,8 @@ def _as_problem(response: Response, context: dict[str, Any]) -> Response:
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, ActionError):
         errors = [{"field": f, "reason": r} for f, reasons in exc.errors.items() for r in reasons]
-        code = status.HTTP_409_CONFLICT if exc.code == "conflict" else status.HTTP_400_BAD_REQUEST
+        code = {"conflict": status.HTTP_409_CONFLICT, "forbidden": status.HTTP_403_FORBIDDEN}.get(
+            exc.code, status.HTTP_400_BAD_REQUEST)
         return _as_problem(Response(problem(code, exc.code, errors), status=code), context)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
