@@ -49,6 +49,23 @@ class IdempotencyKeyInFlight(exceptions.APIException):
     default_code = "idempotency_key_in_flight"
 
 
+class IdempotentSecretWithheld(exceptions.APIException):
+    """A replayed POST whose first answer held a secret: the secret was shown once and never stored."""
+
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = ("the first request with this Idempotency-Key succeeded; its answer held a secret that is "
+                      "shown once and not stored, so it cannot be replayed")
+    default_code = "idempotency_secret_withheld"
+
+
+class IdempotentTokenRevoked(exceptions.APIException):
+    """A replayed token creation whose token has been revoked since: gone, and never shown again."""
+
+    status_code = status.HTTP_410_GONE
+    default_detail = "the API token created with this Idempotency-Key has been revoked"
+    default_code = "idempotency_token_revoked"
+
+
 def _flatten(detail: Any, prefix: str = "") -> list[dict[str, str]]:
     if isinstance(detail, dict):
         out: list[dict[str, str]] = []
