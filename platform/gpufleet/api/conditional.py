@@ -147,14 +147,18 @@ class ConditionalMixin:
         lookup = getattr(self, "lookup_url_kwarg", None) or getattr(self, "lookup_field", "pk")
         if not expected or request.method not in WRITE_METHODS or lookup not in kwargs:
             return
-        found = self.get_object()  # type: ignore[attr-defined]  # 404 / 403 first, as without If-Match
-        # Lock by primary key alone: the view's queryset may join nullable relations, which FOR UPDATE refuses.
-        type(found)._default_manager.select_for_update().filter(pk=found.pk).values_list("pk").first()
+        self.lock_for_write(self.get_object())  # type: ignore[attr-defined]  # 404 / 403 first, as without If-Match
         # Read again under the lock (a new statement sees what a writer we waited for committed).
         current = etag_of(self.get_serializer(self.get_object()).data)  # type: ignore[attr-defined]
         tags = {t.strip().removeprefix("W/") for t in expected.split(",")}
         if "*" not in tags and current not in tags:
             raise PreconditionFailed()
+
+    def lock_for_write(self, obj: Any) -> None:
+        """Take the lock the write will take, before comparing. The object's row by default (by primary key
+        alone: the view's queryset may join nullable relations, which FOR UPDATE refuses). A view whose action
+        locks another row first overrides this to take the same locks in the same order (no deadlock)."""
+        type(obj)._default_manager.select_for_update().filter(pk=obj.pk).values_list("pk").first()
 
     def finalize_response(self, request: Any, response: Any, *args: Any, **kwargs: Any) -> Any:
         response = super().finalize_response(request, response, *args, **kwargs)  # type: ignore[misc]
