@@ -16,6 +16,7 @@ import pytest
 from django.db import connections
 from rest_framework.test import APIClient
 
+from scheduling import actions as sched
 from scheduling import placement_actions
 from tenants.models import Membership, Tenant
 from tests.support import factories
@@ -80,3 +81,17 @@ def test_one_of_many_parallel_member_patches_with_one_if_match_wins():
     statuses = race(owner, f"/api/v1/members/{membership.pk}/", etag,
                     lambda i: {"role": "admin" if i % 2 else "viewer"})
     assert statuses == Counter({200: 1, 412: RACERS - 1}), statuses
+
+
+def test_one_of_many_parallel_quota_patches_with_one_if_match_wins():
+    admin = factories.user("root", roles={"platform-admin"})
+    model = sched.create_gpu_model("a100-80gb", "NVIDIA A100-SXM4-80GB", 81920)
+    sched.create_flavor("a100", gpu_model=model.name, mode="whole", capacity=64)
+    quota = sched.set_quota(factories.tenant("vision"), flavor="a100", nominal=1, borrowing_limit=3)
+    client = APIClient()
+    client.force_authenticate(admin)
+    etag = client.get(f"/api/v1/quotas/{quota.pk}/")["ETag"]
+    statuses = race(admin, f"/api/v1/quotas/{quota.pk}/", etag, lambda i: {"nominal": i + 2})
+    assert statuses == Counter({200: 1, 412: RACERS - 1}), statuses
+    quota.refresh_from_db()
+    assert quota.borrowing_limit == 3
