@@ -84,3 +84,15 @@ def test_the_portal_request_keeps_limits_left_empty(quota: Quota) -> None:
     page.post("/gpu/tenants/vision/", {"propose": "1", "flavor": "h100", "nominal": "6", "borrowing_limit": "none"})
     latest = QuotaChangeRequest.objects.order_by("-pk").first()
     assert (latest.borrowing_limit, latest.lending_limit) == (None, 1)
+
+
+def test_the_cli_keeps_limits_not_given(quota: Quota) -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    call_command("quota", "set", "vision", "--flavor", "h100", "--nominal", "5", stdout=StringIO())
+    assert _numbers(quota) == (5, 2, 1)
+    call_command("quota", "set", "vision", "--flavor", "h100", "--nominal", "5", "--borrowing-limit", "none",
+                 stdout=StringIO())
+    assert _numbers(quota) == (5, None, 1)
