@@ -22,6 +22,7 @@ from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
+from rest_framework.views import set_rollback
 
 from tenants.errors import ActionError
 
@@ -112,6 +113,8 @@ def _as_problem(response: Response, context: dict[str, Any]) -> Response:
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, ActionError):
+        # Inside a request's transaction (a conditional write, conditional.py) nothing of it may stay.
+        set_rollback()
         errors = [{"field": f, "reason": r} for f, reasons in exc.errors.items() for r in reasons]
         code = {"conflict": status.HTTP_409_CONFLICT, "forbidden": status.HTTP_403_FORBIDDEN}.get(
             exc.code, status.HTTP_400_BAD_REQUEST)
