@@ -151,6 +151,14 @@ TENANT_LABEL = "gpufleet.io/tenant"
 OWNER_LABEL = "gpufleet.io/owner"
 
 
+def tree_is_safe(tree: str) -> bool:
+    """A cluster's folder in the GitOps repository that the backend can write: relative, no empty, '.' or '..'
+    segment, and no segment starting with '.' (`.git`, `.git/hooks`: git's own files). The one rule; the
+    write paths check it through scheduling.validation.gitops_path before a row is ever stored."""
+    return not (tree.startswith("/") or tree.endswith("/")
+                or any(part in ("", ".", "..") or part.startswith(".") for part in tree.split("/")))
+
+
 @dataclass(frozen=True)
 class Owner:
     """Who owns a set of rendered objects: one tenant, or the platform (cluster-wide objects), on one host
@@ -166,8 +174,7 @@ class Owner:
     @classmethod
     def parse(cls, text: str) -> Owner:
         tree, _, local = text.rpartition("/")
-        if tree and (tree.startswith("/") or tree.endswith("/")
-                     or any(part in ("", ".", "..") or part.startswith(".") for part in tree.split("/"))):
+        if tree and not tree_is_safe(tree):
             raise ValueError(f"not an owner: {text!r} (bad cluster folder {tree!r})")
         if local == "platform":
             return cls("platform", tree=tree)

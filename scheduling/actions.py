@@ -458,12 +458,69 @@ def quota_cluster(tenant: Tenant, cluster: Any, row: Flavor | None, nominal: int
     return found
 
 
+class _Keep:
+    """The value a quota field already has (none yet: no limit). Distinct from None, which means no limit."""
+
+    def __repr__(self) -> str:
+        return "KEEP"
+
+
+KEEP: Any = _Keep()
+
+
+def _kept(tenant: Tenant, flavor: Any, cluster: Any, borrowing_limit: Any,
+          lending_limit: Any) -> tuple[Any, Any]:
+    """Limits given as KEEP replaced by the current quota's (tenant, flavor, the cluster named or the tenant's
+    home); a quota that does not exist yet has no limits. A form or a Terraform configuration that leaves a
+    limit out must not reset it to "no limit" (issue 27). Call with the tenant's row locked: every quota
+    writer locks it first, so what is read here stays true until the write."""
+    if borrowing_limit is not KEEP and lending_limit is not KEEP:
+        return borrowing_limit, lending_limit
+    from .models_clusters import Placement
+
+    current = Quota.objects.none()
+    if isinstance(flavor, str):
+        if cluster in (None, ""):
+            home = Placement.objects.filter(tenant=tenant, home=True).values_list("cluster_id", flat=True).first()
+            where = {"cluster_id": home or default_cluster_id()}
+        else:
+            where = {"cluster__name": cluster}
+        current = Quota.objects.filter(tenant=tenant, flavor__name=flavor, **where)
+    quota = current.first()
+    return (
+        (quota.borrowing_limit if quota else None) if borrowing_limit is KEEP else borrowing_limit,
+        (quota.lending_limit if quota else None) if lending_limit is KEEP else lending_limit,
+    )
+
+
+def update_quota(quota: Quota, **changes: Any) -> Quota:
+    """PATCH: the fields given change, the others keep their value (nominal, borrowing_limit, lending_limit;
+    None is "no limit"). Read and written under the tenant's row lock, so no concurrent edit is lost."""
+    unknown = sorted(set(changes) - {"nominal", "borrowing_limit", "lending_limit"})
+    if unknown:
+        raise ActionError({name: ["is not a field that can be changed"] for name in unknown})
+    with transaction.atomic():
+        # The tenant's row first, as every quota writer takes it (set_quota, delete_quota): no lock-order cycle.
+        _writable(quota.tenant)
+        locked = Quota.objects.select_related("tenant", "flavor", "cluster").filter(pk=quota.pk).first()
+        if locked is None:
+            raise Conflict("the quota was deleted meanwhile")
+        return set_quota(
+            locked.tenant, flavor=locked.flavor.name, cluster=locked.cluster.name,
+            nominal=changes.get("nominal", locked.nominal),
+            borrowing_limit=changes.get("borrowing_limit", locked.borrowing_limit),
+            lending_limit=changes.get("lending_limit", locked.lending_limit),
+        )
+
+
 def set_quota(tenant: Tenant, *, flavor: Any, nominal: Any, borrowing_limit: Any = None,
               lending_limit: Any = None, action: str = "quota.set", cluster: Any = None) -> Quota:
-    """A direct quota edit (platform admins; also what an approved change request applies). `cluster`: the
-    host cluster (default: the tenant's home)."""
+    """A direct quota edit (platform admins; also what an approved change request applies): create or replace.
+    `cluster`: the host cluster (default: the tenant's home). A limit given as KEEP keeps its current value;
+    None is "no limit"."""
     with transaction.atomic():
         tenant = _writable(tenant)
+        borrowing_limit, lending_limit = _kept(tenant, flavor, cluster, borrowing_limit, lending_limit)
         row, n, borrow, lend = check_quota(tenant, flavor, nominal, borrowing_limit, lending_limit)
         on = quota_cluster(tenant, cluster, row, n)
         quota = Quota.objects.select_for_update().filter(tenant=tenant, flavor=row, cluster=on).first()
@@ -498,11 +555,13 @@ def propose_quota_change(tenant: Tenant, *, flavor: Any, nominal: Any, borrowing
                          lending_limit: Any = None, reason: Any = "", proposed_by: Any = None,
                          cluster: Any = None) -> QuotaChangeRequest:
     """A tenant admin asks for a quota. Checked now (a hopeless request is refused at once) and again
-    at approval; in GitOps mode a branch `quota/<id>` is proposed on commit."""
+    at approval; in GitOps mode a branch `quota/<id>` is proposed on commit. A limit given as KEEP is the
+    current quota's, written into the request so the reviewer sees the numbers that will apply."""
     if not isinstance(reason, str) or len(reason) > 2000:
         raise ActionError({"reason": ["must be text of at most 2000 characters"]})
     with transaction.atomic():
         tenant = _writable(tenant)
+        borrowing_limit, lending_limit = _kept(tenant, flavor, cluster, borrowing_limit, lending_limit)
         row, n, borrow, lend = check_quota(tenant, flavor, nominal, borrowing_limit, lending_limit)
         on = quota_cluster(tenant, cluster, row, n)
         request = QuotaChangeRequest.objects.create(

@@ -26,7 +26,7 @@ from gpufleet.outbox import send as outbox
 from tenants.errors import ActionError, Conflict
 from tenants.models import TrustLevel
 
-from . import actions, placement_actions
+from . import actions, placement_actions, validation
 from .models import Flavor, GpuNodePool, Quota
 from .models_clusters import DEFAULT_CLUSTER, Cluster, ClusterFlavor, Placement, PlacementChangeRequest
 
@@ -36,7 +36,6 @@ TEXT_FIELDS = {"region": 63, "region_name": 200, "gitops_path": 200, "kube_api":
 FIELDS = ("purpose", "region", "region_name", "zones", "trust_levels", *sorted(set(TEXT_FIELDS) - {"region",
                                                                                                   "region_name"}))
 REGION = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
-GITOPS_PATH = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$")
 # What a credential looks like (a kubeconfig, a PEM block, a bearer token): never stored, only referenced.
 CREDENTIAL = re.compile(r"(apiVersion:|kind:\s*Config|-----BEGIN|client-key-data|token:|\n|^eyJ[A-Za-z0-9_-]{20,})")
 
@@ -88,9 +87,8 @@ def clean(data: dict[str, Any], errors: Errors) -> dict[str, Any]:
             errors.setdefault("trust_levels", [f"unknown trust level {unknown[0]!r} (one of "
                                                f"{', '.join(TrustLevel.values)}; empty = every level)"])
         out["trust_levels"] = sorted(set(levels), key=list(TrustLevel.values).index) if not unknown else levels
-    if out.get("gitops_path") and (not GITOPS_PATH.match(out["gitops_path"])
-                                   or ".." in out["gitops_path"].split("/")):
-        errors["gitops_path"] = ["must be a relative path inside the repository (e.g. clusters/training)"]
+    if "gitops_path" in out and "gitops_path" not in errors:
+        validation.gitops_path(out["gitops_path"], "gitops_path", errors)
     for url_field in ("kube_api", "metrics_url"):
         url = out.get(url_field)
         if url and (urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname):

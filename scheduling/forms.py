@@ -16,9 +16,11 @@ class QuotaRequestForm(forms.Form):
     nominal = forms.CharField(max_length=12, label="Guaranteed units (nominal quota)",
                               help_text="Units of the flavor always available to you; 0 or more.")
     borrowing_limit = forms.CharField(max_length=12, required=False, label="Borrowing limit",
-                                      help_text="Extra units you may borrow from idle cohort quota. Empty: no limit.")
+                                      help_text="Extra units you may borrow from idle cohort quota. Empty: keep the "
+                                                "current limit (none on a new quota); 'none': no limit.")
     lending_limit = forms.CharField(max_length=12, required=False, label="Lending limit",
-                                    help_text="Units of yours others may borrow while idle. Empty: all idle quota.")
+                                    help_text="Units of yours others may borrow while idle. Empty: keep the current "
+                                              "limit (none on a new quota); 'none': all idle quota.")
     reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), required=False, max_length=2000,
                              label="Reason", help_text="What the GPUs are for and until when; the reviewer reads it.")
 
@@ -130,3 +132,17 @@ class NodePoolForm(forms.Form):
     def clean_instance_types(self) -> list[str] | None:
         value = self.cleaned_data["instance_types"]
         return [part.strip() for part in value.split(",") if part.strip()] or None
+
+
+NO_LIMIT = "none"
+
+
+def limit_or_keep(value: str) -> object:
+    """A limit field of a quota form: empty keeps the current limit (scheduling.actions.KEEP), 'none' asks for
+    no limit, anything else is for the action to check (it names the field when it is not a count)."""
+    from .actions import KEEP
+
+    text = value.strip()
+    if not text:
+        return KEEP
+    return None if text.lower() == NO_LIMIT else value

@@ -17,7 +17,7 @@ from tenants.errors import ActionError
 from tenants.models import Tenant, can_manage
 
 from . import actions, defaults
-from .forms import EndpointForm, QuotaRequestForm, ReviewForm, add_action_errors
+from .forms import EndpointForm, QuotaRequestForm, ReviewForm, add_action_errors, limit_or_keep
 from .models import Flavor, GpuNodePool, InferenceEndpoint, Quota, QuotaChangeRequest, SlaTier
 from .policy import allowed_modes
 from .preview import preview
@@ -57,7 +57,8 @@ def tenant_gpu(request: HttpRequest, slug: str) -> HttpResponse:
             try:
                 change = actions.propose_quota_change(
                     tenant, flavor=data["flavor"], nominal=data["nominal"],
-                    borrowing_limit=data["borrowing_limit"] or None, lending_limit=data["lending_limit"] or None,
+                    borrowing_limit=limit_or_keep(data["borrowing_limit"]),
+                    lending_limit=limit_or_keep(data["lending_limit"]),
                     reason=data["reason"], proposed_by=request.user)
             except ActionError as exc:
                 add_action_errors(quota_form, exc)

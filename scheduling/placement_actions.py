@@ -41,11 +41,8 @@ def create_cluster(name: Any, *, purpose: Any = "general", region: Any = "", reg
         k8s_names.check(k8s_names.label_value, region, "region", errors)
     if isinstance(metrics_label, str) and metrics_label:
         k8s_names.check(k8s_names.label_value, metrics_label, "metrics_label", errors)
-    if isinstance(gitops_path, str) and gitops_path and (
-            gitops_path.startswith("/") or gitops_path.endswith("/")
-            or any(part in ("", ".", "..") or part.startswith(".") for part in gitops_path.split("/"))
-            or gitops_path.split("/")[0] in ("platform", "tenants")):
-        errors["gitops_path"] = ["must be a relative folder like clusters/<name> (no '..', not platform/ or tenants/)"]
+    if isinstance(gitops_path, str):
+        validation.gitops_path(gitops_path, "gitops_path", errors)
     if isinstance(kubeconfig_secret, str) and kubeconfig_secret and (
             "\n" in kubeconfig_secret or "apiVersion" in kubeconfig_secret or "token" in kubeconfig_secret.lower()):
         errors["kubeconfig_secret"] = ["must be a reference (a Secret name or a file path), never the credentials"]

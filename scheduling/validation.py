@@ -7,6 +7,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from gpufleet import k8s_names
+from infra.manifests import tree_is_safe
 
 
 def count(value: Any, field: str, errors: dict[str, list[str]], *, optional: bool = False) -> int | None:
@@ -97,3 +98,28 @@ def trust_levels(value: Any, field: str, errors: dict[str, list[str]]) -> list[s
         errors[field] = [f"unknown trust level {unknown[0]!r}; one of {', '.join(TrustLevel.values)}"]
         return []
     return sorted(set(value))
+
+
+GITOPS_PATH_MAX = 200
+_GITOPS_SEGMENT = re.compile(r"^[A-Za-z0-9._-]+$")
+# The repository's root layout of a single-cluster installation: a cluster's tree may not be inside it.
+_GITOPS_RESERVED = ("platform", "tenants")
+
+
+def gitops_path(value: Any, field: str, errors: dict[str, list[str]]) -> str:
+    """A cluster's folder in the GitOps repository ("" = the default clusters/<name>). The one check every
+    write path runs (API POST and PATCH, CLI, Terraform through the API): a value the backend cannot write
+    (infra.manifests.tree_is_safe) would fail every reconcile of the cluster."""
+    if value is None or value == "":
+        return ""
+    if not isinstance(value, str):
+        errors[field] = ["must be a string"]
+        return ""
+    if len(value) > GITOPS_PATH_MAX:
+        errors[field] = [f"must be at most {GITOPS_PATH_MAX} characters"]
+    elif (not tree_is_safe(value) or not all(_GITOPS_SEGMENT.match(part) for part in value.split("/"))
+            or value.split("/")[0] in _GITOPS_RESERVED):
+        errors[field] = ["must be a relative folder like clusters/<name>: letters, digits, '.', '_' and '-' in "
+                         "each segment, no segment starting with '.' (no .git, no '..'), not under platform/ or "
+                         "tenants/"]
+    return value

@@ -14,7 +14,7 @@ from gpufleet import clock
 from gpufleet.audit.record import record
 from gpufleet.outbox import send as outbox
 
-from .errors import ActionError, Conflict
+from .errors import ActionError, Conflict, Forbidden
 from .models import FINAL_PHASES, Membership, Phase, Tenant, TrustLevel
 from .slugs import slug_errors
 
@@ -195,16 +195,58 @@ def delete(tenant: Tenant) -> Tenant:
     return tenant
 
 
-def add_member(tenant: Tenant, user: Any, role: str) -> Membership:
+def _check_role_change(by: Any, tenant: Tenant, target: Membership | None, role: str | None) -> None:
+    """Who may set `target` (None: a new membership) to `role` (None: remove it). `by` None is the platform
+    itself (the demo, the sign-in sync); everyone else is held to the rule, whichever door they came in by.
+
+    - A role from the identity provider's groups (source "oidc") is changed there: a local edit would turn
+      it into a local grant that the next sign-in no longer corrects.
+    - Nobody grants a role above their own, and only owners (and platform admins) change or remove an owner.
+    """
+    from gpufleet.accounts.roles import is_platform_admin
+
+    from .models import tenant_role
+
+    if target is not None and target.source == Membership.Source.OIDC:
+        raise Conflict(
+            f"'{target.user.get_username()}' is {target.role} of '{tenant.slug}' through the identity provider "
+            f"group gpufleet:{tenant.slug}:{target.role}; change it at the identity provider")
+    if by is None or is_platform_admin(by):
+        return
+    own = tenant_role(by, tenant)
+    if own == Membership.Role.OWNER:
+        return
+    if own is None or Membership.rank(own) < Membership.rank(Membership.Role.ADMIN):
+        raise Forbidden("only the tenant's owners and admins, or platform admins, may do this")
+    if target is not None and target.role == Membership.Role.OWNER:
+        raise Forbidden(f"only owners of '{tenant.slug}' or platform admins may change or remove an owner")
+    if role is not None and Membership.rank(role) > Membership.rank(own):
+        raise Forbidden(f"may not grant a role above your own ({own}): '{role}' needs an owner or a platform admin")
+
+
+def _valid_role(role: Any) -> str:
     if role not in Membership.Role.values:
         raise ActionError({"role": [f"must be one of {', '.join(Membership.Role.values)}"]})
-    with transaction.atomic():
-        membership, _ = Membership.objects.update_or_create(
-            tenant=tenant, user=user, defaults={"role": role, "source": Membership.Source.LOCAL}
-        )
-        record("membership.set", membership, after={"user": user.get_username(), "role": role},
-               tenant_slug=tenant.slug)
+    return str(role)
+
+
+def _set_member(tenant: Tenant, user: Any, role: str) -> Membership:
+    membership, _ = Membership.objects.update_or_create(
+        tenant=tenant, user=user, defaults={"role": role, "source": Membership.Source.LOCAL}
+    )
+    record("membership.set", membership, after={"user": user.get_username(), "role": role},
+           tenant_slug=tenant.slug)
     return membership
+
+
+def add_member(tenant: Tenant, user: Any, role: str, *, by: Any = None) -> Membership:
+    """Grant `user` a role in `tenant` (`by`: the person asking, held to _check_role_change)."""
+    role = _valid_role(role)
+    with transaction.atomic():
+        existing = Membership.objects.select_for_update().select_related("user").filter(
+            tenant=tenant, user=user).first()
+        _check_role_change(by, tenant, existing, role)
+        return _set_member(tenant, user, role)
 
 
 def _refuse_last_owner(membership: Membership) -> None:
@@ -215,21 +257,22 @@ def _refuse_last_owner(membership: Membership) -> None:
         raise Conflict(f"'{membership.user.get_username()}' is the last owner of '{membership.tenant.slug}'")
 
 
-def change_member_role(membership: Membership, role: str) -> Membership:
-    if role not in Membership.Role.values:
-        raise ActionError({"role": [f"must be one of {', '.join(Membership.Role.values)}"]})
+def change_member_role(membership: Membership, role: str, *, by: Any = None) -> Membership:
+    role = _valid_role(role)
     with transaction.atomic():
         membership = Membership.objects.select_for_update().select_related("tenant", "user").get(pk=membership.pk)
+        _check_role_change(by, membership.tenant, membership, role)
         if membership.role == role:
             return membership
         _refuse_last_owner(membership)
-        return add_member(membership.tenant, membership.user, role)
+        return _set_member(membership.tenant, membership.user, role)
 
 
-def remove_member(membership: Membership) -> None:
+def remove_member(membership: Membership, *, by: Any = None) -> None:
     """Take a user's membership away (not the last owner's)."""
     with transaction.atomic():
         membership = Membership.objects.select_for_update().select_related("tenant", "user").get(pk=membership.pk)
+        _check_role_change(by, membership.tenant, membership, None)
         _refuse_last_owner(membership)
         record("membership.remove", membership, before={"user": membership.user.get_username(),
                "role": membership.role, "source": membership.source}, tenant_slug=membership.tenant.slug)

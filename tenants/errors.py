@@ -19,3 +19,10 @@ class Conflict(ActionError):
 
     def __init__(self, message: str) -> None:
         super().__init__({"": [message]}, code="conflict")
+
+
+class Forbidden(ActionError):
+    """The caller may not do this (e.g. grant a role above their own); the API answers 403."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__({"": [message]}, code="forbidden")

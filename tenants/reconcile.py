@@ -233,9 +233,13 @@ def _reconcile_tenant(
         else:
             pre = None
         if pre is None:
-            rendered = render_placed(view, ctx)  # per host cluster the tenant is placed on
-            manifests = [m for _, objects in rendered for m in objects]
-            problems = tuple(str(p) for p in get_schema_registry().validate(manifests)[:20])
+            try:
+                rendered = render_placed(view, ctx)  # per host cluster the tenant is placed on
+                manifests = [m for _, objects in rendered for m in objects]
+                problems = tuple(str(p) for p in get_schema_registry().validate(manifests)[:20])
+            except Exception as exc:  # nothing rendered: no placement to mark, but no Ready=True left either
+                _unreconciled(tenant, [], exc)
+                raise
         else:
             manifests, problems = [], pre.problems
         if problems:
@@ -247,6 +251,7 @@ def _reconcile_tenant(
         if tenant.phase == Phase.APPROVED:
             _set_status(tenant, phase=Phase.PROVISIONING, conditions=tenant.conditions)
         teardown = tenant.phase == Phase.DEPROVISIONING
+        delivering = False  # set once apply_placed / the teardown reports each placement itself
         verb = "deprovision" if teardown else "reconcile"
         message = f"tenant {tenant.slug}: {verb} generation {generation}"
         try:
@@ -261,6 +266,7 @@ def _reconcile_tenant(
                     # its own (and is marked); the tenant's other clusters go on.
                     log.warning("tenant %s: the platform failed on some cluster", tenant.slug, exc_info=True)
             ensure_layout(backend, ctx)
+            delivering = True
             if teardown:
                 # Ordered and resumable: stop admission, vCluster, policies, OpenBao, namespace last.
                 result = teardown_tenant(tenant, backend, view, ctx, message, [p for p, _ in rendered])
@@ -285,6 +291,13 @@ def _reconcile_tenant(
             failed = Phase.DEPROVISIONING if teardown else Phase.FAILED
             _finish(tenant, failed, _merge_condition(tenant.conditions, cond), "tenant.failed")
             return Outcome(tenant.slug, failed, problems=(str(exc),))
+        except Exception as exc:
+            # Not an adapter's error: a bug, or a configuration the backend cannot use (a cluster folder git
+            # refuses). The status must not keep claiming the previous generation's success: Ready=False on
+            # the tenant, Reconciled=False on the placements not reported yet; then raise as before (the task
+            # and the fleet pass log it and try again).
+            _unreconciled(tenant, [p for p, _ in rendered] if not delivering else [], exc)
+            raise
         if teardown:
             phase, cond = Phase.DELETED, _condition("Ready", "False", "Deleted", "all owned objects were pruned")
         elif tenant.phase == Phase.SUSPENDED:
@@ -303,6 +316,26 @@ def _reconcile_tenant(
             return Outcome(tenant.slug, phase, result, rendered=(view, [], applied), tokens=(pre.objects, owners))
         placed = [(p.owner(tenant.owner), objects) for p, objects in rendered]
         return Outcome(tenant.slug, phase, result, rendered=None if teardown else (view, placed, applied))
+
+
+RECONCILE_ERROR = "ReconcileError"
+
+
+def _unexpected(exc: Exception) -> PermanentError:
+    """An exception that is not an InfraError, as the error a status shows (reason ReconcileError)."""
+    error = PermanentError(f"{type(exc).__name__}: {exc}")
+    error.reason = RECONCILE_ERROR
+    return error
+
+
+def _unreconciled(tenant: Tenant, unreported: list[Placed], exc: Exception) -> None:
+    """Ready=False (ReconcileError) on the tenant, its phase kept as a retry would, and the failed
+    placements in `unreported` marked Reconciled=False, after a reconcile raised an unexpected exception."""
+    error = _unexpected(exc)
+    for placed in unreported:
+        _report(tenant, placed, error)
+    cond = _condition("Ready", "False", RECONCILE_ERROR, f"generation {tenant.generation}: {error}")
+    _set_status(tenant, phase=_current_phase(tenant), conditions=_merge_condition(tenant.conditions, cond))
 
 
 # Functions (tenant, placed, error or None) recording how delivering to one host cluster went (the scheduling
@@ -329,6 +362,7 @@ def apply_placed(backend: Backend, tenant: Tenant, rendered: list[tuple[Placed, 
     `files`: per placement, the objects already serialised (tenants.prerender) for `backend.apply_files`."""
     results: list[ApplyResult] = []
     errors: list[InfraError] = []
+    unexpected: Exception | None = None
     for i, (placed, objects) in enumerate(rendered):
         try:
             owner = placed.owner(tenant.owner)
@@ -342,7 +376,15 @@ def apply_placed(backend: Backend, tenant: Tenant, rendered: list[tuple[Placed, 
                 raise
             errors.append(exc)
             continue
+        except Exception as exc:  # not an adapter's error (e.g. a cluster folder git refuses): marked all the same
+            _report(tenant, placed, _unexpected(exc))
+            if len(rendered) == 1:
+                raise
+            unexpected = unexpected or exc
+            continue
         _report(tenant, placed, None)
+    if unexpected is not None:  # every cluster was tried; the reconcile reports it on the tenant
+        raise unexpected
     if errors:
         raise _combined(errors, len(rendered))
     return results[0] if len(results) == 1 else _merge_results(results)

@@ -84,6 +84,17 @@ class QuotaWriteSerializer(StrictSerializer):
     lending_limit = documented(serializers.JSONField, COUNT_SCHEMA, required=False, allow_null=True)
 
 
+class QuotaUpdateSerializer(StrictSerializer):
+    """PATCH: only the fields sent change (null: no limit); tenant, flavor and cluster name the quota."""
+
+    nominal = documented(serializers.JSONField, COUNT_SCHEMA, required=False)
+    borrowing_limit = documented(serializers.JSONField, COUNT_SCHEMA, required=False, allow_null=True)
+    lending_limit = documented(serializers.JSONField, COUNT_SCHEMA, required=False, allow_null=True)
+
+    def reason_for_unknown(self, name: str) -> str:
+        return "is immutable" if name in ("tenant", "flavor", "cluster") else "is not a field that can be changed"
+
+
 class QuotaRequestCreateSerializer(QuotaWriteSerializer):
     reason = serializers.CharField(required=False, allow_blank=True, default="")
 

@@ -9,7 +9,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import Serializer
@@ -134,10 +134,28 @@ class QuotaViewSet(CachedReadsMixin, TenantWriteMixin, mixins.CreateModelMixin, 
 
     @extend_schema(request=s.QuotaWriteSerializer, responses={200: s.QuotaSerializer})
     def create(self, request: Request, *args: object, **kwargs: object) -> Response:
+        """Create or replace the quota of (tenant, flavor, cluster): a limit not sent is "no limit"."""
+        if request.headers.get("If-Match"):
+            # A replace cannot be conditional on a representation the client names by URL: say so rather
+            # than ignore the header (a client relying on it would overwrite someone's change).
+            raise ValidationError({"If-Match": [
+                "POST creates or replaces the whole quota and takes no If-Match; change an existing quota with "
+                "PATCH /api/v1/quotas/{id}/ and If-Match"]})
         tenant, data = self.tenant_payload(request, s.QuotaWriteSerializer)
         require_platform_admin(request)
         quota = actions.set_quota(tenant, **data)
         return self.scoped_response(quota)
+
+    @extend_schema(request=s.QuotaUpdateSerializer, responses={200: s.QuotaSerializer})
+    def partial_update(self, request: Request, *args: object, **kwargs: object) -> Response:
+        """Change some of a quota's numbers; the fields not sent keep their value. If-Match is honoured."""
+        quota = self.get_object()
+        require_platform_admin(request)
+        return self.scoped_response(actions.update_quota(quota, **validated(s.QuotaUpdateSerializer, request)))
+
+    def lock_for_write(self, obj: Any) -> None:
+        # The tenant's row, as every quota action takes it first (scheduling.actions.update_quota).
+        Tenant.objects.select_for_update().filter(pk=obj.tenant_id).values_list("pk").first()
 
 
 @extend_schema_view(list=extend_schema(parameters=[TENANT_FILTER, OpenApiParameter("state", OpenApiTypes.STR)]))

@@ -65,7 +65,7 @@ class MemberViewSet(ScopedViewSetMixin, mixins.ListModelMixin, mixins.RetrieveMo
         if Membership.objects.filter(tenant=tenant, user=user).exists():
             # A 400 on the field, not a 409: nothing will change if the client retries.
             raise ActionError({"user": [f"'{data['user']}' is already a member of '{tenant.slug}'"]})
-        return self._answer(actions.add_member(tenant, user, data["role"]), status.HTTP_201_CREATED)
+        return self._answer(actions.add_member(tenant, user, data["role"], by=request.user), status.HTTP_201_CREATED)
 
     @extend_schema(request=MemberUpdateSerializer, responses={200: MemberSerializer})
     def partial_update(self, request: Request, *args: object, **kwargs: object) -> Response:
@@ -73,10 +73,10 @@ class MemberViewSet(ScopedViewSetMixin, mixins.ListModelMixin, mixins.RetrieveMo
         self._require_manager(membership.tenant)
         payload = MemberUpdateSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        return self._answer(actions.change_member_role(membership, payload.validated_data["role"]))
+        return self._answer(actions.change_member_role(membership, payload.validated_data["role"], by=request.user))
 
     def destroy(self, request: Request, *args: object, **kwargs: object) -> Response:
         membership = self.get_object()
         self._require_manager(membership.tenant)
-        actions.remove_member(membership)
+        actions.remove_member(membership, by=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)

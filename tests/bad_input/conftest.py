@@ -25,15 +25,17 @@ def world(db, settings) -> dict[str, Any]:
     ready = factories.tenant("acme", "trusted", owner=admin, phase=Phase.READY)
     requested = factories.tenant("newbie", "standard", owner=admin)
     proposal = scheduling_actions.propose_quota_change(ready, flavor="h100", nominal=2, reason="more")
+    quota = scheduling_actions.set_quota(ready, flavor="h100", nominal=1, borrowing_limit=2)
     billing_actions.set_price("h100", "2.50", "USD", "2026-01-01")
     client = APIClient()
     client.force_authenticate(admin)
-    return {"admin": admin, "client": client, "ready": ready, "requested": requested, "proposal": proposal}
+    return {"admin": admin, "client": client, "ready": ready, "requested": requested, "proposal": proposal,
+            "quota": quota}
 
 
 def write_routes(world: dict[str, Any]) -> list[tuple[str, str]]:
     """(method, path) of every API route that takes a body (platform/gpufleet/api/urls.py)."""
-    t, r, q = world["ready"].pk, world["requested"].pk, world["proposal"].pk
+    t, r, q, quota = world["ready"].pk, world["requested"].pk, world["proposal"].pk, world["quota"].pk
     return [
         ("post", "/api/v1/tenants/"),
         ("patch", f"/api/v1/tenants/{t}/"),
@@ -43,6 +45,7 @@ def write_routes(world: dict[str, Any]) -> list[tuple[str, str]]:
         ("patch", "/api/v1/gpu-allocation-policies/standard/"),
         ("post", "/api/v1/node-pools/"),
         ("post", "/api/v1/quotas/"),
+        ("patch", f"/api/v1/quotas/{quota}/"),
         ("post", "/api/v1/quota-requests/"),
         ("post", f"/api/v1/quota-requests/{q}/approve/"),
         ("post", f"/api/v1/quota-requests/{q}/reject/"),

@@ -116,7 +116,7 @@ def bodies(draw: st.DrawFn, fields: list[str]) -> Any:
     return body
 
 
-ROUTES = 15
+ROUTES = 16
 
 
 @pytest.mark.parametrize("route", range(ROUTES))

@@ -142,3 +142,12 @@ def test_configuration_comes_from_the_environment(monkeypatch):
     missing = Diags()
     GpufleetProvider().configure_provider(missing, {})
     assert missing.errors == [("token is not set", ["token"])]
+
+
+def test_a_replay_whose_secret_was_withheld_is_not_retried(scripted):
+    # The server never stores a token's secret (issue 27 item 2): retrying the same key cannot bring it back.
+    problem = {"status": 409, "detail": "its secret was shown once", "error": "idempotency_secret_withheld"}
+    server = scripted((409, problem, {}), (409, problem, {}))
+    with pytest.raises(ApiError) as caught:
+        Client(server.url, "gpf_x", sleep=lambda s: None).post("tokens/", {"name": "ci"})
+    assert len(server.seen) == 1 and caught.value.code == "idempotency_secret_withheld"

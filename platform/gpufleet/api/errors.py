@@ -22,6 +22,7 @@ from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
+from rest_framework.views import set_rollback
 
 from tenants.errors import ActionError
 
@@ -47,6 +48,23 @@ class IdempotencyKeyInFlight(exceptions.APIException):
     status_code = status.HTTP_409_CONFLICT
     default_detail = "a request with this Idempotency-Key is still being processed; retry later"
     default_code = "idempotency_key_in_flight"
+
+
+class IdempotentSecretWithheld(exceptions.APIException):
+    """A replayed POST whose first answer held a secret: the secret was shown once and never stored."""
+
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = ("the first request with this Idempotency-Key succeeded; its answer held a secret that is "
+                      "shown once and not stored, so it cannot be replayed")
+    default_code = "idempotency_secret_withheld"
+
+
+class IdempotentTokenRevoked(exceptions.APIException):
+    """A replayed token creation whose token has been revoked since: gone, and never shown again."""
+
+    status_code = status.HTTP_410_GONE
+    default_detail = "the API token created with this Idempotency-Key has been revoked"
+    default_code = "idempotency_token_revoked"
 
 
 def _flatten(detail: Any, prefix: str = "") -> list[dict[str, str]]:
@@ -95,8 +113,11 @@ def _as_problem(response: Response, context: dict[str, Any]) -> Response:
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, ActionError):
+        # Inside a request's transaction (a conditional write, conditional.py) nothing of it may stay.
+        set_rollback()
         errors = [{"field": f, "reason": r} for f, reasons in exc.errors.items() for r in reasons]
-        code = status.HTTP_409_CONFLICT if exc.code == "conflict" else status.HTTP_400_BAD_REQUEST
+        code = {"conflict": status.HTTP_409_CONFLICT, "forbidden": status.HTTP_403_FORBIDDEN}.get(
+            exc.code, status.HTTP_400_BAD_REQUEST)
         return _as_problem(Response(problem(code, exc.code, errors), status=code), context)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import transaction
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.request import Request
@@ -9,6 +11,7 @@ from rest_framework.response import Response
 
 from gpufleet import clock
 from gpufleet.accounts.models import ApiToken
+from gpufleet.api.errors import IdempotentSecretWithheld, IdempotentTokenRevoked
 from gpufleet.api.serializers import StrictModelSerializer
 from gpufleet.api.viewsets import AuditActorMixin
 from gpufleet.audit.record import record
@@ -35,6 +38,21 @@ class ApiTokenViewSet(
 ):
     serializer_class = ApiTokenSerializer
     queryset = ApiToken.objects.all()
+    # The secret is shown in the first answer only: an Idempotency-Key row never keeps it (conditional.py).
+    idempotency_secret_fields = ("token",)
+
+    def replay_withheld(self, stored: Any) -> Exception:
+        """A replay names the token the first request made: 410 once revoked (or gone), else 409."""
+        token_id = stored.get("id") if isinstance(stored, dict) else None
+        token = ApiToken.objects.for_user(self.request.user).filter(pk=token_id).first() if token_id else None
+        if token is None or token.revoked_at is not None:
+            return IdempotentTokenRevoked(
+                f"the API token created with this Idempotency-Key (id {token_id}) has been revoked; "
+                "create a new one with a new key")
+        return IdempotentSecretWithheld(
+            f"the API token created with this Idempotency-Key (id {token.pk}, prefix {token.prefix}) exists; "
+            "its secret was shown once, in the first answer, and is not stored: revoke it and create a new one "
+            "if the secret was lost")
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
         return ApiToken.objects.for_user(self.request.user)

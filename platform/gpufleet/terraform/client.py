@@ -21,6 +21,9 @@ from typing import Any
 import requests
 
 RETRY_STATUSES = frozenset({409, 429, 503})
+# A 409 no retry can change: a replayed create whose answer held a secret shown once (the server never
+# stores it, platform/gpufleet/api/conditional.py).
+FINAL_CONFLICTS = frozenset({"idempotency_secret_withheld"})
 
 
 @dataclass
@@ -50,6 +53,14 @@ class ApiError(Exception):
         return cls(response.status_code, str(detail), fields, str(body.get("error") or ""))
 
 
+def _problem_code(response: requests.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return ""
+    return str(body.get("error") or "") if isinstance(body, dict) else ""
+
+
 @dataclass
 class Client:
     endpoint: str
@@ -77,7 +88,8 @@ class Client:
                 if waited >= self.retry_budget:
                     raise ApiError(0, f"{method} {path}: {exc}") from exc
                 response = None
-            if response is not None and response.status_code not in RETRY_STATUSES:
+            if response is not None and (response.status_code not in RETRY_STATUSES
+                                         or _problem_code(response) in FINAL_CONFLICTS):
                 if response.status_code >= 400:
                     raise ApiError.from_response(response)
                 return response

@@ -27,6 +27,14 @@ def number(value: Any) -> int | float | None:
     return int(exact) if exact == exact.to_integral_value() else float(exact)
 
 
+LIMITS = ("borrowing_limit", "lending_limit")
+
+
+def known(value: Any) -> bool:
+    """A value the configuration sets: not left out (Unknown while planned, computed)."""
+    return value is not Unknown
+
+
 class Quota(Base, Resource):
     @classmethod
     def get_name(cls) -> str:
@@ -42,8 +50,12 @@ class Quota(Base, Resource):
             Attribute("cluster", String(), optional=True, computed=True, requires_replace=True,
                       description="Host cluster (default: the tenant's home cluster)"),
             Attribute("nominal", Number(), required=True, description="Guaranteed units"),
-            Attribute("borrowing_limit", Number(), optional=True, description="Units it may borrow (null: no limit)"),
-            Attribute("lending_limit", Number(), optional=True, description="Units it may lend (null: all unused)"),
+            # Optional and computed: a limit the configuration does not set is left as it is (an approved quota
+            # request or an admin may have set it); Terraform keeps the value it read (issue 27).
+            Attribute("borrowing_limit", Number(), optional=True, computed=True,
+                      description="Units it may borrow (null: no limit). Not set: kept as it is"),
+            Attribute("lending_limit", Number(), optional=True, computed=True,
+                      description="Units it may lend (null: all unused). Not set: kept as it is"),
         ])
 
     @staticmethod
@@ -53,11 +65,42 @@ class Quota(Base, Resource):
                 "lending_limit": number(row["lending_limit"])}
 
     def _set(self, planned: dict[str, Any]) -> dict[str, Any]:
-        body = {k: planned.get(k) for k in ("tenant", "flavor", "nominal", "borrowing_limit", "lending_limit")}
+        """Create: POST (create-or-replace) only when no quota exists yet for (tenant, flavor, cluster);
+        otherwise PATCH it, so limits the configuration leaves out keep their value."""
+        existing = self._existing(planned)
+        if existing is not None:
+            return self._patch(str(existing["id"]), {k: planned.get(k) for k in ("nominal", *LIMITS)})
+        body = {k: planned.get(k) for k in ("tenant", "flavor", "nominal")}
+        body.update({k: planned[k] for k in LIMITS if known(planned.get(k))})
         if isinstance(planned.get("cluster"), str) and planned["cluster"]:
             body["cluster"] = planned["cluster"]
+        return self.state(self._hinted(lambda: self.client.post("quotas/", body)))
+
+    def _existing(self, planned: dict[str, Any]) -> dict[str, Any] | None:
+        cluster = planned.get("cluster")
+        if not (isinstance(cluster, str) and cluster):
+            homes = [p for p in self.client.get("placements/", tenant=planned["tenant"]).get("results", [])
+                     if p.get("home")]
+            # No home placement: the server puts the quota on the `default` cluster (scheduling.actions).
+            cluster = homes[0]["cluster"] if homes else "default"
+        return self.client.find("quotas", tenant=planned["tenant"], flavor=planned["flavor"], cluster=cluster)
+
+    def _patch(self, quota_id: str, wanted: dict[str, Any]) -> dict[str, Any]:
+        """PATCH the numbers that differ from the quota as read just now, with that read's ETag as If-Match: a
+        change made meanwhile is a 412, never overwritten, and a limit not set in the configuration is not sent."""
+        path = f"quotas/{quota_id}/"
+        read = self.client.request("GET", path)
+        row = read.json()
+        body = {k: v for k, v in wanted.items() if known(v) and number(row.get(k)) != v}
+        if not body:
+            return self.state(row)
+        headers = {"If-Match": read.headers.get("ETag", "*")}
+        return self.state(self._hinted(lambda: self.client.request("PATCH", path, json=body, headers=headers).json()))
+
+    @staticmethod
+    def _hinted(call: Any) -> Any:
         try:
-            return self.state(self.client.post("quotas/", body))
+            return call()
         except ApiError as exc:
             if exc.status == 403:
                 raise ApiError(403, QUOTA_REQUEST_HINT, {"nominal": [f"{exc.detail}. {QUOTA_REQUEST_HINT}"]}) from exc
@@ -79,7 +122,7 @@ class Quota(Base, Resource):
     @guarded("changing the quota")
     def update(self, ctx: UpdateContext, current: dict[str, Any], planned: dict[str, Any]) -> dict[str, Any] | None:
         self.partial = current
-        return self._set(planned)
+        return self._patch(current["id"], {k: planned.get(k) for k in ("nominal", *LIMITS)})
 
     @guarded("removing the quota")
     def delete(self, ctx: DeleteContext, current: dict[str, Any]) -> None:

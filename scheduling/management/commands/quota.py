@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from scheduling import actions
+from scheduling.forms import limit_or_keep
 from scheduling.models import Quota, QuotaChangeRequest
 from scheduling.preview import preview
 from tenants.management.commands._util import get_tenant
@@ -17,8 +18,12 @@ def _numbers(parser: CommandParser) -> None:
     parser.add_argument("slug")
     parser.add_argument("--flavor", required=True)
     parser.add_argument("--nominal", required=True)
-    parser.add_argument("--borrowing-limit", default=None, help="default: no limit within the cohort")
-    parser.add_argument("--lending-limit", default=None, help="default: all unused nominal may be lent")
+    parser.add_argument("--borrowing-limit", default="",
+                        help="units it may borrow; 'none': no limit; not given: the current limit is kept "
+                             "(no limit on a new quota)")
+    parser.add_argument("--lending-limit", default="",
+                        help="units it may lend; 'none': all unused nominal; not given: the current limit is kept "
+                             "(no limit on a new quota)")
     parser.add_argument("--cluster", default=None, help="host cluster (default: the tenant's home cluster)")
 
 
@@ -47,8 +52,10 @@ class Command(BaseCommand):
     def handle(self, *args: object, verb: str, **o: object) -> None:
         if verb in ("set", "propose"):
             tenant = get_tenant(str(o["slug"]))
-            numbers = {"flavor": o["flavor"], "nominal": o["nominal"], "borrowing_limit": o["borrowing_limit"],
-                       "lending_limit": o["lending_limit"], "cluster": o["cluster"]}
+            # A limit not given keeps the quota's current one, as the portal's form does (issue 27).
+            numbers = {"flavor": o["flavor"], "nominal": o["nominal"],
+                       "borrowing_limit": limit_or_keep(str(o["borrowing_limit"])),
+                       "lending_limit": limit_or_keep(str(o["lending_limit"])), "cluster": o["cluster"]}
             if verb == "set":
                 run(self, "quota set", lambda: quota_json(actions.set_quota(tenant, **numbers)))
             else:
