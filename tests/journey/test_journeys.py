@@ -261,3 +261,25 @@ def test_a_suspended_tenant_has_every_gpu_key_at_zero() -> None:
     assert {k: v for k, v in hard.items() if "nvidia.com" in k} == dict.fromkeys(
         ["requests.nvidia.com/gpu", "requests.nvidia.com/mig-3g.40gb", "requests.nvidia.com/gpucores",
          "requests.nvidia.com/gpumem-percentage"], "0")
+
+
+def test_hamis_device_plugin_runs_on_the_hami_pools_nodes_and_nowhere_else(fleet) -> None:
+    """Issue 26 B5: HAMi's device plugin (the DaemonSet the platform's HAMi release renders) runs on every node of
+    a HAMi pool -- so those nodes offer the shares Kueue admits -- and on no other GPU node."""
+    from .steps import hami, scheduler
+
+    pod = hami.device_plugin_pod(fleet)
+    pools = {p["metadata"]["name"]: p for p in fleet.objects("NodePool")}
+    runs = {name for name, pool in pools.items() if not scheduler.node_refusal(pod, hami.pool_node(pool))}
+    assert runs == {"pool-h100-quarter"}
+
+
+def test_hamis_chart_defaults_ran_on_no_node(fleet) -> None:
+    """Issue 26 B5 before the fix: the chart's `gpu: "on"` selector and no tolerations fit no pool's node."""
+    from .steps import hami, scheduler
+
+    release = fleet.one("HelmRelease", "hami", "flux-system")
+    release["spec"]["values"].pop("devicePlugin")
+    pod = hami.device_plugin_pod(fleet)
+    for pool in fleet.objects("NodePool"):
+        assert scheduler.node_refusal(pod, hami.pool_node(pool)), pool["metadata"]["name"]
