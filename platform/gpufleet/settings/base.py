@@ -288,8 +288,8 @@ GPUFLEET_OPENBAO_KUBERNETES_AUTH = env("GPUFLEET_OPENBAO_KUBERNETES_AUTH", "kube
 # --- vCluster --------------------------------------------------------------------------------------
 GPUFLEET_VCLUSTER_CHART_VERSION = env("GPUFLEET_VCLUSTER_CHART_VERSION", "0.36.1")
 # A vCluster syncer image that keeps host-side scheduling gates (v0.36.1 + loft-sh/vcluster#4107, until a
-# release carries the fix), "registry/repository:tag". Empty: the chart's image, which strips Kueue's gate
-# (docs/isolation.md); the ResourceQuota's GPU keys then remain the only bound on GPUs.
+# release carries the fix), "registry/repository:tag". Empty: the chart's image, which strips Kueue's gate, so
+# the platform refuses GPU pods and says so (tenant condition GpuWorkloads, doctor; docs/compatibility.md#b3).
 GPUFLEET_VCLUSTER_SYNCER_IMAGE = env("GPUFLEET_VCLUSTER_SYNCER_IMAGE", "")
 GPUFLEET_VCLUSTER_CHART_REPO = env("GPUFLEET_VCLUSTER_CHART_REPO", "https://charts.loft.sh")
 GPUFLEET_FLUX_NAMESPACE = env("GPUFLEET_FLUX_NAMESPACE", "flux-system")
