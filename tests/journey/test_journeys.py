@@ -283,3 +283,27 @@ def test_hamis_chart_defaults_ran_on_no_node(fleet) -> None:
     pod = hami.device_plugin_pod(fleet)
     for pool in fleet.objects("NodePool"):
         assert scheduler.node_refusal(pod, hami.pool_node(pool)), pool["metadata"]["name"]
+
+
+def test_a_topology_aware_gpu_flavor_would_refuse_every_pod(fleet) -> None:
+    """Issue 26 B1, why no flavor is topology-aware: with `topologyName` on h100 (what GPUFLEET_TOPOLOGY_LEVELS used
+    to render) the ClusterQueue is not TAS-only (gpufleet-host), so Kueue refuses the pod; asking for topology
+    moves the refusal to gpufleet-host; and a TAS-only queue gives the pod two TAS flavors (GPU and cpu/memory)."""
+    flavor = fleet.one("ResourceFlavor", "h100")
+    flavor["spec"]["topologyName"] = "gpu-topology"
+    fleet.platform.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology",
+                           "metadata": {"name": "gpu-topology"},
+                           "spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"}]}})
+    plain = runner.run(workloads.inference_pod("whole"), NS["beta"], fleet)
+    assert plain.refusal[0] == "kueue-admission"
+    assert 'Flavor "h100" supports only TopologyAwareScheduling' in plain.refusal[1]
+    asking = workloads.inference_pod("whole")
+    asking["metadata"]["annotations"]["kueue.x-k8s.io/podset-required-topology"] = "kubernetes.io/hostname"
+    refused = runner.run(asking, NS["beta"], fleet)
+    assert 'Flavor "gpufleet-host" does not support TopologyAwareScheduling' in refused.refusal[1]
+    # Every flavor of beta's queue topology-aware (a TAS-only queue): one pod set then holds two TAS flavors.
+    queue = fleet.one("ClusterQueue", NS["beta"])
+    for name in {f["name"] for g in queue["spec"]["resourceGroups"] for f in g["flavors"]}:
+        fleet.one("ResourceFlavor", name)["spec"]["topologyName"] = "gpu-topology"
+    tas_only = runner.run(workloads.inference_pod("whole"), NS["beta"], fleet)
+    assert "more than one TAS flavor assigned: gpufleet-host, h100" in tas_only.refusal[1]
