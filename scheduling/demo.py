@@ -1,5 +1,5 @@
 """The demo fleet's GPU catalog: A100s as whole GPUs, MIG 3g.40gb instances and HAMi quarter shares,
-a Karpenter pool, a cohort, quotas by trust level and one inference endpoint per SLA tier."""
+a Karpenter pool per flavor, a cohort, quotas by trust level and one inference endpoint per SLA tier."""
 
 from __future__ import annotations
 
@@ -37,9 +37,12 @@ def seed_catalog(users: dict[str, Any], tenants: dict[str, Any]) -> None:
     for name, mode, extra, capacity in FLAVORS:
         if not Flavor.objects.filter(name=name).exists():
             actions.create_flavor(name, gpu_model="a100-80gb", mode=mode, capacity=capacity, **extra)
-    # One Karpenter pool for whole GPUs and one whose nodes are partitioned into MIG slices (its
-    # NodeOverlay tells Karpenter the slices a new node will offer, scheduling.nodepools).
-    for pool, flavor, limit in (("a100-pool", "a100-whole", 16), ("a100-mig-pool", "a100-3g", 8)):
+    # One Karpenter pool per flavor: whole GPUs, nodes partitioned into MIG slices and nodes whose GPUs HAMi
+    # shares (their NodeOverlays tell Karpenter the slices/shares a new node will offer; the HAMi pool's
+    # labels are where HAMi's device plugin runs, scheduling.nodepools). Without the HAMi pool no node
+    # ever offered the quarter shares the demo sells (issue 26, B5).
+    for pool, flavor, limit in (("a100-pool", "a100-whole", 16), ("a100-mig-pool", "a100-3g", 8),
+                                ("a100-hami-pool", "a100-hami-25", 8)):
         if not GpuNodePool.objects.filter(name=pool).exists():
             actions.create_node_pool(pool, flavor=flavor, gpu_limit=limit)
     if not Cohort.objects.filter(name="research").exists():

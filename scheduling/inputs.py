@@ -100,6 +100,11 @@ class Catalog:
     fair_sharing: bool = False
     # The serving image of platform-owned inference Deployments (scheduling.endpoints).
     vllm_image: str = "vllm/vllm-openai:v0.33.0"
+    # The CPU NodePool each dedicated (untrusted) tenant gets for its pods without GPUs -- its CoreDNS first
+    # (issue 26, B4): instance types, node class and the pool's cpu limit (scheduling.nodepools.dedicated_cpu_pool).
+    cpu_instance_types: tuple[str, ...] = ("m7i.large", "m7i.xlarge", "m7i.2xlarge")
+    cpu_node_class: str = "default"
+    cpu_pool_limit: int = 16
 
     def flavor(self, name: str) -> FlavorSpec | None:
         return next((f for f in self.flavors if f.name == name), None)
@@ -239,6 +244,9 @@ def _catalog_settings() -> dict[str, Any]:
         "node_class_kind": settings.GPUFLEET_KARPENTER_NODE_CLASS_KIND,
         "fair_sharing": settings.GPUFLEET_KUEUE_FAIR_SHARING,
         "vllm_image": getattr(settings, "GPUFLEET_VLLM_IMAGE", "") or Catalog.vllm_image,
+        "cpu_instance_types": tuple(settings.GPUFLEET_CPU_POOL_INSTANCE_TYPES),
+        "cpu_node_class": settings.GPUFLEET_CPU_POOL_NODE_CLASS,
+        "cpu_pool_limit": settings.GPUFLEET_CPU_POOL_CPU_LIMIT,
     }
 
 

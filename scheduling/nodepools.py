@@ -12,10 +12,8 @@ Why the pool must carry the flavor's labels (Karpenter v1.14.1, kubernetes-sigs/
   on instance-type keys do. So every pool gets a GPU-model requirement (`node.kubernetes.io/instance-type`
   from the pool's instance types and, on AWS, `karpenter.k8s.aws/instance-gpu-name`).
 
-Topology (Kueue v0.19.2, `site/content/en/docs/concepts/topology_aware_scheduling.md`): a ResourceFlavor
-with `topologyName` only counts nodes that carry every level label, and capacity is node allocatable.
-HAMi's `nvidia.com/gpucores` / `gpumem-percentage` are never node allocatable (HAMi v2.10.0 accounts them
-in its scheduler extender, not in node status), so a HAMi flavor must never be topology-aware.
+Topology: the levels (GPUFLEET_TOPOLOGY_LEVELS, none by default) label each pool's nodes as one domain and feed
+KAI's Topology. Kueue's topology-aware scheduling is never used: `kueue_tas_refusal` says why (issue 26, B1).
 """
 
 from __future__ import annotations
@@ -76,12 +74,29 @@ def pools_of(flavor: FlavorSpec, cat: Catalog) -> list[NodePoolSpec]:
     return [p for p in cat.node_pools if p.flavor.name == flavor.name]
 
 
-def topology_aware(flavor: FlavorSpec, cat: Catalog) -> bool:
-    """topologyName only where the flavor's nodes carry every level: never HAMi, never without levels,
-    and only for flavors served by our NodePools (which label their nodes with the levels)."""
-    if flavor.mode == "hami" or not cat.topology_levels:
-        return False
-    return bool(pools_of(flavor, cat))
+# The resource flavor every ClusterQueue holds for cpu/memory (scheduling.render.HOST_FLAVOR), never TAS.
+HOST_FLAVOR = "gpufleet-host"
+
+
+def kueue_tas_refusal(flavor: FlavorSpec, cat: Catalog) -> str:
+    """Why this flavor's Kueue ResourceFlavor carries no `topologyName` (issue 26, B1). Kueue v0.19.2
+    (kubernetes-sigs/kueue@v0.19.2):
+    - a pod without a topology request is refused by a TAS flavor unless its ClusterQueue is TAS-only, i.e.
+      every flavor of every resource group has a topologyName (tas_flavorassigner.go:198-200,
+      pkg/cache/scheduler/clusterqueue.go:741-750); ours also hold `gpufleet-host` for cpu/memory;
+    - a pod with a topology request is refused by `gpufleet-host`, which covers the cpu/memory it requests
+      (tas_flavorassigner.go:175-182), and a TAS `gpufleet-host` would make two TAS flavors for one pod
+      set ("more than one TAS flavor assigned", tas_flavorassigner.go:143-164);
+    - TAS places pods on nodes that exist, except behind ProvisioningRequest/MultiKueue
+      (tas_flavorassigner.go:104-108), and a gated pod never becomes PodScheduled=Unschedulable, the only
+      pods Karpenter provisions for -- so a flavor whose pool scales from zero would never get a node.
+    So the platform renders no topologyName at all; the topology levels serve KAI and the pools' labels."""
+    reasons = [f"its ClusterQueues also hold the non-TAS {HOST_FLAVOR} flavor for cpu/memory"]
+    if flavor.mode == "hami":
+        reasons.append("HAMi shares are not node allocatable")
+    if pools_of(flavor, cat):
+        reasons.append("its nodes come from Karpenter, which never provisions for a gated pod")
+    return "; ".join(reasons)
 
 
 def gpu_family(flavor: FlavorSpec) -> str:
@@ -103,13 +118,32 @@ def requirements(pool: NodePoolSpec, cat: Catalog) -> list[dict[str, Any]]:
     return out
 
 
+# Where HAMi's device plugin runs (prerequisites: the HAMi release's devicePlugin.nvidiaNodeSelector): the chart's
+# default key `gpu: "on"` (Helm keeps it under ours) and our mode label. Only HAMi pools' nodes carry both.
+HAMI_NODE_SELECTOR = {"gpu": "on", MODE_LABEL: "hami"}
+# A HAMi node's GPUs are HAMi's alone: the GPU operator's own device plugin would advertise the same
+# `nvidia.com/gpu` and hand out whole cards beside HAMi's shares. The operator skips a node labelled so
+# (NVIDIA gpu-operator's per-node `nvidia.com/gpu.deploy.<operand>` labels).
+HAMI_NODE_LABELS = {**HAMI_NODE_SELECTOR, "nvidia.com/gpu.deploy.device-plugin": "false"}
+
+
 def pool_labels(pool: NodePoolSpec, cat: Catalog) -> dict[str, str]:
     flavor = pool.flavor
     labels = {**topology_labels(pool.name, cat), **flavor_node_labels(flavor),
               POOL_LABEL: pool.name, FLAVOR_LABEL: flavor.name, MODE_LABEL: flavor.mode}
     if flavor.mode == "mig" and flavor.mig_profile:
         labels[MIG_CONFIG_LABEL] = f"all-{flavor.mig_profile}"
+    if flavor.mode == "hami":
+        labels.update(HAMI_NODE_LABELS)
     return dict(sorted(labels.items()))
+
+
+def hami_device_plugin_tolerations(cat: Catalog) -> list[dict[str, Any]]:
+    """Every taint a HAMi pool puts on its nodes, tolerated by key (Exists): the GPU taint, a trust-level
+    reservation, a dedicated tenant's, and the HAMi flavors' own taints (pool_taints)."""
+    keys = {GPU_TAINT["key"], TRUST_TAINT_KEY, DEDICATED_LABEL}
+    keys |= {t["key"] for f in cat.flavors if f.mode == "hami" for t in f.taints if t.get("key")}
+    return [{"key": key, "operator": "Exists"} for key in sorted(keys)]  # any effect
 
 
 # A pool reserved for some tenant trust levels (GpuNodePool.trust_levels) taints its nodes with this key and the
@@ -245,4 +279,48 @@ def dedicated_pools(slug: str, metadata_of: Any, modes: frozenset[str], quotas: 
         overlay = node_overlay(name, metadata_of(name), pool)
         if overlay:
             out.append(overlay)
+    out.append(dedicated_cpu_pool(slug, metadata_of, cat))
     return out
+
+
+ROLE_LABEL = "gpufleet.io/node-role"
+
+
+def dedicated_cpu_pool_name(slug: str) -> str:
+    return f"cpu-{slug}"[:63].rstrip("-")
+
+
+def dedicated_cpu_pool(slug: str, metadata_of: Any, cat: Catalog) -> Manifest:
+    """Nodes without GPUs for the tenant's other pods (issue 26, B4). vCluster puts the dedicated nodeSelector
+    on every pod it syncs (loft-sh/vcluster@v0.36.1:pkg/controllers/resources/pods/syncer.go:211-222), and
+    every dedicated GPU pool taints `nvidia.com/gpu`, which a CPU pod (the virtual cluster's CoreDNS first)
+    does not tolerate: without this pool it stays Pending and Karpenter launches nothing. Same label and
+    taint as the tenant's GPU pools, no GPU taint, and CPU instance types only (pinned: an unpinned pool
+    may launch any instance, a GPU one included)."""
+    name = dedicated_cpu_pool_name(slug)
+    labels = {DEDICATED_LABEL: slug, POOL_LABEL: name, ROLE_LABEL: "cpu"}
+    requirements = [
+        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": sorted(cat.cpu_instance_types)},
+    ]
+    return {
+        "apiVersion": KARPENTER,
+        "kind": "NodePool",
+        "metadata": metadata_of(name),
+        "spec": {
+            "template": {
+                "metadata": {"labels": dict(sorted(labels.items()))},
+                "spec": {
+                    "nodeClassRef": {"group": cat.node_class_group, "kind": cat.node_class_kind,
+                                     "name": cat.cpu_node_class},
+                    "requirements": requirements,
+                    "taints": [{"key": DEDICATED_LABEL, "value": slug, "effect": "NoSchedule"}],
+                },
+            },
+            "limits": {"cpu": cat.cpu_pool_limit},
+            # CoreDNS runs all the time: the node is kept while it serves, replaced by a cheaper one when
+            # Karpenter finds one, and removed when the tenant's pods are gone.
+            "disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "10m"},
+        },
+    }

@@ -16,6 +16,7 @@ from typing import Any
 from infra.manifests import TENANT_LABEL, Manifest, to_yaml
 from tenants.render import RenderContext, platform_metadata, platform_section
 
+from . import nodepools
 from .inputs import Catalog
 
 HELM = "helm.toolkit.fluxcd.io/v2"
@@ -132,6 +133,14 @@ def values_of(component: Component, cat: Catalog) -> dict[str, Any]:
             # webhook.yaml); the platform's own namespaces are excluded by name as well.
             "scheduler": {"admissionWebhook": {"enabled": True, "manageNamespaceSelector": True,
                                                "whitelistNamespaces": list(PLATFORM_NAMESPACES)}},
+            # The device plugin runs where `devicePlugin.nvidiaNodeSelector` says, tolerating only
+            # `devicePlugin.tolerations` (Project-HAMi/HAMi@v2.10.0:charts/hami/templates/device-plugin/
+            # daemonsetnvidia.yaml:257-262). The chart's defaults, `gpu: "on"` and none
+            # (charts/hami/values.yaml:419-421), matched no node of ours and tolerated no GPU taint, so no
+            # node ever offered a HAMi share (issue 26, B5). Helm merges maps key by key, so the default key
+            # stays: our HAMi pools carry both labels (scheduling.nodepools.HAMI_NODE_LABELS).
+            "devicePlugin": {"nvidiaNodeSelector": dict(nodepools.HAMI_NODE_SELECTOR),
+                             "tolerations": nodepools.hami_device_plugin_tolerations(cat)},
         }
     return {}
 

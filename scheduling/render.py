@@ -18,6 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 from infra.manifests import Manifest
+from tenants import syncer_gates
 from tenants.isolation.config import of_view
 from tenants.render import (
     QUOTA_HARD_HOOKS,
@@ -93,11 +94,15 @@ def resource_flavor(flavor: FlavorSpec, cat: Catalog) -> Manifest:
         spec["nodeLabels"] = dict(sorted(labels.items()))
     if flavor.taints:
         spec["nodeTaints"] = flavor.taints
-    # Pods of this flavor land on GPU nodes (tainted) and TAS must know they tolerate it.
+    # Pods of this flavor land on GPU nodes (tainted): Kueue adds these tolerations to the admitted pod.
     spec["tolerations"] = [{"key": GPU_TAINT["key"], "operator": "Exists", "effect": "NoSchedule"},
                            *flavor.tolerations]
-    if nodepools.topology_aware(flavor, cat):
-        spec["topologyName"] = cat.topology_name
+    # Never `topologyName` (issue 26, B1; docs/compatibility.md#b1): every ClusterQueue also holds the non-TAS
+    # gpufleet-host flavor for cpu/memory, so with a TAS GPU flavor Kueue refuses every pod -- without a
+    # topology request "supports only TopologyAwareScheduling", with one "gpufleet-host does not support
+    # TopologyAwareScheduling" (kubernetes-sigs/kueue@v0.19.2:pkg/scheduler/flavorassigner/
+    # tas_flavorassigner.go:166-200) -- and TAS places pods only on nodes that exist (no Karpenter scale-up,
+    # tas_flavorassigner.go:104-108). scheduling.nodepools.kueue_tas_refusal says why for each flavor.
     return {
         "apiVersion": KUEUE,
         "kind": "ResourceFlavor",
@@ -151,9 +156,9 @@ def render_platform_scheduling(ctx: RenderContext) -> list[Manifest]:
         out.append({"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": platform_metadata(name),
                     "value": value, "description": description or name})
     if cat.topology_levels:
+        # KAI's Topology only: KAI places a pod by topology when the pod asks (its own annotations), after
+        # Kueue admitted it, on nodes Karpenter may still create. No Kueue Topology: no flavor refers to one.
         levels = [{"nodeLabel": label} for label in cat.topology_levels]
-        out.append({"apiVersion": KUEUE, "kind": "Topology", "metadata": platform_metadata(cat.topology_name),
-                    "spec": {"levels": levels}})
         out.append({"apiVersion": KAI_TOPOLOGY, "kind": "Topology",
                     "metadata": platform_metadata(cat.topology_name), "spec": {"levels": levels}})
     for pool in cat.node_pools:
@@ -327,6 +332,9 @@ def render_tenant_scheduling(view: TenantView, ctx: RenderContext) -> list[Manif
     }
     out = [cluster_queue(view, cat, sched), local_queue, routing.routing_policy(view, LOCAL_QUEUE),
            routing.priority_policy(view, allowed_priority_classes(cat, sched))]
+    if not syncer_gates.keeps_host_gates(ctx.vcluster_chart_version, ctx.vcluster_syncer_image):
+        # B3: the stock syncer strips Kueue's gates, so Kueue would delete every GPU pod: refuse them loudly.
+        out.append(routing.syncer_gate_policy(view, syncer_gates.tenant_message(ctx.vcluster_chart_version)))
     kai = kai_queue(view, cat, sched)
     if kai is not None:
         out.append(kai)

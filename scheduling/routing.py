@@ -109,3 +109,37 @@ def priority_policy(view: TenantView, allowed: list[str]) -> Manifest:
             }],
         },
     }
+
+
+SYNCER_GATE_POLICY = "gpufleet-gpu-syncer-gates"
+# Set by vCluster's syncer on every pod it creates on the host (loft-sh/vcluster@v0.36.1:pkg/util/translate/
+# types.go:21, NamespaceLabel); the platform's own serving Deployments in the namespace never carry it.
+SYNCED_POD_LABEL = "vcluster.loft.sh/namespace"
+
+
+def syncer_gate_policy(view: TenantView, message: str) -> Manifest:
+    """Refuse synced GPU pods while the vCluster syncer strips Kueue's gates (tenants.syncer_gates): Kueue would
+    delete them, or one bound before Kueue saw it would run outside quota. Loud, at creation, with the reason,
+    instead of a pod that vanishes."""
+    synced = f"{{{{ request.object.metadata.labels.\"{SYNCED_POD_LABEL}\" || '' }}}}"
+    return {
+        "apiVersion": "kyverno.io/v1",
+        "kind": "Policy",
+        "metadata": {**metadata(view, SYNCER_GATE_POLICY),
+                     "annotations": {"policies.kyverno.io/title": "GPU pods need a syncer that keeps Kueue's gates"}},
+        "spec": {
+            "background": False,
+            "rules": [{
+                "name": "gpu-pods-need-kueue-gates",
+                "match": _pod_create(),
+                "validate": {
+                    "failureAction": "Enforce",
+                    "message": message,
+                    "deny": {"conditions": {"all": [
+                        {"key": ALL_RESOURCES, "operator": "AnyIn", "value": GPU_PATTERNS},
+                        {"key": synced, "operator": "AnyNotIn", "value": [""]},
+                    ]}},
+                },
+            }],
+        },
+    }

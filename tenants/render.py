@@ -276,6 +276,9 @@ RESTRICTED_POD = {
 }
 
 
+CORE_DNS_POD = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+
+
 def image_ref(ref: str) -> dict[str, str]:
     """"registry/repository:tag" as the chart's image object."""
     name, tag = (ref.rsplit(":", 1) if ":" in ref.rsplit("/", 1)[-1] else (ref, ""))
@@ -306,6 +309,13 @@ def vcluster_values(view: TenantView, ctx: RenderContext) -> dict[str, Any]:
             "containerSecurityContext": dict(RESTRICTED_CONTAINER),
         }
         values["controlPlane"]["distro"]["k8s"]["securityContext"] = dict(RESTRICTED_CONTAINER)
+        # The virtual cluster's CoreDNS is synced to this namespace like any tenant pod. vCluster's CoreDNS
+        # template gives its pod a securityContext only from `controlPlane.coredns.security.podSecurityContext`,
+        # else (RuntimeDefault seccomp) only when `policies.podSecurityStandard` is set
+        # (loft-sh/vcluster@v0.36.1:pkg/coredns/template.go:223-231); the chart sets neither, so `restricted`
+        # refused it and the tenant had no DNS (issue 26, B4). The template's container default already is
+        # non-root, no escalation, drop ALL + NET_BIND_SERVICE (template.go:255-268).
+        values["controlPlane"]["coredns"] = {"security": {"podSecurityContext": dict(CORE_DNS_POD)}}
     if ctx.vcluster_syncer_image:
         values["controlPlane"]["statefulSet"]["image"] = image_ref(ctx.vcluster_syncer_image)
     for hook in VCLUSTER_VALUES_HOOKS:  # e.g. tenants.isolation: OIDC, in-cluster RBAC, placement

@@ -20,6 +20,7 @@ RENDERED_KINDS: tuple[tuple[str, str, str], ...] = (
     ("v1", "LimitRange", "limitranges"),
     ("kueue.x-k8s.io/v1beta2", "ResourceFlavor", "resourceflavors"),
     ("kueue.x-k8s.io/v1beta2", "Cohort", "cohorts"),
+    # No longer rendered (issue 26, B1), kept so the backend prunes the ones an earlier release applied.
     ("kueue.x-k8s.io/v1beta2", "Topology", "topologies"),
     ("kueue.x-k8s.io/v1beta2", "WorkloadPriorityClass", "workloadpriorityclasses"),
     ("kueue.x-k8s.io/v1beta2", "ClusterQueue", "clusterqueues"),
@@ -44,6 +45,8 @@ RENDERED_KINDS: tuple[tuple[str, str, str], ...] = (
     ("operator.victoriametrics.com/v1beta1", "VMRule", "vmrules"),
 )
 PRUNE_KINDS: tuple[tuple[str, str], ...] = tuple((api_version, kind) for api_version, kind, _ in RENDERED_KINDS)
+# Kinds in the list only to prune what earlier releases rendered (none is rendered any more).
+PRUNED_ONLY_KINDS: frozenset[tuple[str, str]] = frozenset({("kueue.x-k8s.io/v1beta2", "Topology")})
 
 # What the backend does to those kinds: server-side apply (PATCH; creating through apply also needs
 # `create`), get one, list by owner label (prune), delete (prune). No update (PUT), no watch.

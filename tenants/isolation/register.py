@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import reconcile, render
+from .. import reconcile, render, syncer_gates
 from . import config, impact, kyverno, network, vcluster  # noqa: F401 - importing registers render sections
 
 
@@ -14,6 +14,10 @@ def register() -> None:
     if impact.gpu_modes_condition not in reconcile.CONDITION_PROVIDERS:
         reconcile.CONDITION_PROVIDERS.append(impact.gpu_modes_condition)
     reconcile.CONDITION_PROVIDERS_MANY[impact.gpu_modes_condition] = impact.gpu_modes_conditions_many
+    if syncer_gates.gpu_workloads_condition not in reconcile.CONDITION_PROVIDERS:  # issue 26, B3
+        reconcile.CONDITION_PROVIDERS.append(syncer_gates.gpu_workloads_condition)
+    many = syncer_gates.gpu_workloads_conditions_many
+    reconcile.CONDITION_PROVIDERS_MANY[syncer_gates.gpu_workloads_condition] = many
     if kyverno.hami_webhook_scope not in render.NAMESPACE_LABEL_HOOKS:
         render.NAMESPACE_LABEL_HOOKS.append(kyverno.hami_webhook_scope)
     if vcluster.extend_values not in render.VCLUSTER_VALUES_HOOKS:

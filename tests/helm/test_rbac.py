@@ -8,7 +8,13 @@ import pytest
 import yaml
 from django.core.management import call_command
 
-from infra.kube.resources import PRUNE_KINDS, READ_SECRET_NAMES, RENDERED_KINDS, cluster_role_rules
+from infra.kube.resources import (
+    PRUNE_KINDS,
+    PRUNED_ONLY_KINDS,
+    READ_SECRET_NAMES,
+    RENDERED_KINDS,
+    cluster_role_rules,
+)
 from tenants.secrets import VCLUSTER_KUBECONFIG_SECRET
 from tests.support.services import need_binary, need_reference
 
@@ -46,11 +52,13 @@ def test_prune_kinds_are_the_rendered_kinds() -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_full_demo_fleet_renders_exactly_the_listed_kinds(gitops_repo: Path, eager_tasks) -> None:
+def test_a_full_demo_fleet_renders_exactly_the_listed_kinds(gitops_repo: Path, eager_tasks, settings) -> None:
     """Every kind the renderers emit for the demo fleet (all trust levels, quotas, endpoints, node pools)
-    is in RENDERED_KINDS, and every listed kind is rendered: the role grants nothing unused."""
+    is in RENDERED_KINDS, and every listed kind is rendered (or kept only to prune leftovers): the role grants
+    nothing unused."""
     need_binary("git")
     need_reference()
+    settings.GPUFLEET_TOPOLOGY_LEVELS = ["gpufleet.io/topology-block"]  # the option that renders KAI's Topology
     call_command("demo")
     kinds = _kinds(gitops_repo)
     # The capacity alerts are a PrometheusRule or a VMRule, by a setting: render the fleet with the other one.
@@ -61,7 +69,8 @@ def test_a_full_demo_fleet_renders_exactly_the_listed_kinds(gitops_repo: Path, e
     assert reconcile_fleet().errors == []
     with_vmrule = _kinds(gitops_repo)
     assert ("operator.victoriametrics.com/v1beta1", "VMRule") in with_vmrule - kinds
-    assert kinds | with_vmrule == set(PRUNE_KINDS)
+    assert not kinds & PRUNED_ONLY_KINDS
+    assert kinds | with_vmrule | PRUNED_ONLY_KINDS == set(PRUNE_KINDS)
 
 
 def _kinds(gitops_repo: Path) -> set[tuple[str, str]]:

@@ -4,6 +4,7 @@ its own). The journeys read only what this renders, so a rendering change change
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -44,6 +45,35 @@ PRIORITY = {"acme": "high", "beta": "standard", "gamma": "low"}
 # The remedy for loft-sh/vcluster#4106: a syncer built from v0.36.1 + PR #4107 (GPUFLEET_VCLUSTER_SYNCER_IMAGE).
 PATCHED_SYNCER = "registry.example.com/loft-sh/vcluster-pro:0.36.1-gates"
 
+# The settings the fleet is rendered with: the SHIPPED PRODUCTION DEFAULTS (platform/gpufleet/settings/base.py
+# with no GPUFLEET_* variable set; test_shipped_defaults.py checks them against a clean process), by the name of
+# the RenderContext/Catalog field each one sets.
+SHIPPED = {
+    "GPUFLEET_VCLUSTER_CHART_VERSION": ("vcluster_chart_version", "0.36.1"),
+    "GPUFLEET_VCLUSTER_SYNCER_IMAGE": ("vcluster_syncer_image", ""),
+    "GPUFLEET_TOPOLOGY_NAME": ("topology_name", "gpu-topology"),
+    "GPUFLEET_TOPOLOGY_LEVELS": ("topology_levels", ()),
+    "GPUFLEET_KUEUE_FAIR_SHARING": ("fair_sharing", False),
+    "GPUFLEET_KARPENTER_NODE_CLASS_GROUP": ("node_class_group", "karpenter.k8s.aws"),
+    "GPUFLEET_KARPENTER_NODE_CLASS_KIND": ("node_class_kind", "EC2NodeClass"),
+    "GPUFLEET_CPU_POOL_INSTANCE_TYPES": ("cpu_instance_types", ("m7i.large", "m7i.xlarge", "m7i.2xlarge")),
+    "GPUFLEET_CPU_POOL_NODE_CLASS": ("cpu_node_class", "default"),
+    "GPUFLEET_CPU_POOL_CPU_LIMIT": ("cpu_pool_limit", 16),
+}
+# Each documented option, toggled one at a time (docs/compatibility.md, docs/scheduling.md).
+OPTIONS: dict[str, dict[str, Any]] = {
+    "patched-syncer": {"vcluster_syncer_image": PATCHED_SYNCER},
+    "topology-levels": {"topology_levels": ("gpufleet.io/topology-block", "gpufleet.io/topology-rack",
+                                            "kubernetes.io/hostname")},
+    "fair-sharing": {"fair_sharing": True},
+}
+# A new cluster's nodes: the system node group the controllers run on (untainted, no GPU). GPU nodes come
+# from Karpenter.
+SYSTEM_NODE = {"apiVersion": "v1", "kind": "Node",
+               "metadata": {"name": "system-0", "labels": {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+                                                            "kubernetes.io/hostname": "system-0"}},
+               "spec": {}, "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}}}
+
 
 @dataclass
 class Fleet:
@@ -53,6 +83,10 @@ class Fleet:
     used: dict[str, dict[str, float]] = field(default_factory=dict)
     # Scheduling installed in the cluster (the prerequisites: scheduling/prerequisites.py renders their HelmReleases).
     schedulers: tuple[str, ...] = ("default-scheduler", "kai-scheduler", "hami-scheduler")
+    # Nodes that exist (kube-scheduler and Kueue TAS see only these; Karpenter adds the rest).
+    nodes: list[dict[str, Any]] = field(default_factory=lambda: [copy.deepcopy(SYSTEM_NODE)])
+    # AdmissionCheck names that delay TAS to after provisioning (ProvisioningRequest/MultiKueue).
+    delaying_checks: tuple[str, ...] = ()
 
     @property
     def manifests(self) -> list[dict[str, Any]]:
@@ -89,10 +123,15 @@ def view(slug: str, catalog: Catalog, name: str = "", **changes: Any) -> TenantV
 
 
 def context(**changes: Any) -> RenderContext:
+    """The fleet's context at the shipped defaults, with `changes` (RenderContext or Catalog fields) applied."""
+    values = {field_name: default for field_name, default in SHIPPED.values()}
+    values.update(changes)
+    catalog_fields = {k: v for k, v in values.items() if k in Catalog.__dataclass_fields__}
     catalog = Catalog(flavors=FLAVORS, priority_classes=tuple(PRIORITY_CLASSES), node_pools=NODE_POOLS,
-                      metrics_url="http://vmsingle.monitoring.svc:8428")
+                      metrics_url="http://vmsingle.monitoring.svc:8428", **catalog_fields)
     ctx = RenderContext(extra={"scheduling": catalog, "isolation": IsolationSettings(
         oidc_issuer="https://login.gpufleet.test")})
+    changes = {k: v for k, v in values.items() if k not in Catalog.__dataclass_fields__}
     # Fields an older RenderContext lacks are dropped, so the journeys also run against the rendering
     # before issue 15's fixes (how each defect's journey was seen to fail).
     known = {k: v for k, v in changes.items() if hasattr(ctx, k)}

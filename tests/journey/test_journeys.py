@@ -10,7 +10,7 @@ import pytest
 
 from . import runner, workloads
 from .fleet import PATCHED_SYNCER, TRUST, render_fleet
-from .steps import kai, kueue, limitrange, quota, vcluster_sync
+from .steps import kai, kueue, limitrange, vcluster_sync
 
 NS = {slug: f"tenant-{slug}" for slug in TRUST}
 ALLOWED = {"acme": ("whole", "mig", "hami"), "beta": ("whole", "mig"), "gamma": ("whole",)}
@@ -44,6 +44,10 @@ def test_gpu_pod_journey(fleet, slug: str, mode: str, kind: str) -> None:
     bound = journey.step("scheduler").facts
     assert bound["scheduler"] == SCHEDULER[mode]
     assert bound["nodeSelector"]["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3"
+    # No GPU node exists: the pod is Unschedulable on the system node and Karpenter launches one of the
+    # flavor's pool (the tenant's own copy for the untrusted tenant).
+    pool = f"pool-{FLAVOR[mode]}" + ("-gamma" if slug == "gamma" else "")
+    assert (bound["node"], bound["node_pool"]) == (None, pool)
     pod = journey.pod
     limits = pod["spec"]["containers"][0]["resources"]["limits"]
     if mode != "hami":
@@ -60,13 +64,35 @@ def test_gpu_pod_journey(fleet, slug: str, mode: str, kind: str) -> None:
 
 
 @pytest.mark.parametrize("slug", sorted(TRUST))
-def test_system_pod_is_not_queued(fleet, slug: str) -> None:
-    """Defect 2: a non-GPU pod of the tenant (CoreDNS) never enters Kueue and is bound at once."""
-    journey = runner.run(workloads.system_pod(), NS[slug], fleet)
+def test_the_virtual_clusters_coredns_runs(fleet, chart_defaults, slug: str) -> None:
+    """Defect 2 and issue 26 B4: the vCluster's own CoreDNS (rendered from vCluster's template and the tenant's
+    values, steps/vcluster_sync.coredns_pod) passes Pod Security, never enters Kueue and gets a node: the
+    system nodes for shared tenants, the untrusted tenant's own CPU pool (its pods must stay on its nodes)."""
+    journey = runner.run(vcluster_sync.coredns_pod(NS[slug], fleet, chart_defaults), NS[slug], fleet)
     assert journey.ok, journey
+    assert journey.step("pod-security").facts["level"] == ("restricted" if slug == "gamma" else "baseline")
     assert journey.step("kueue-webhook").facts["managed"] is False
     assert kueue.QUEUE_LABEL not in journey.pod["metadata"]["labels"]
-    assert journey.step("scheduler").facts["scheduler"] == "default-scheduler"
+    bound = journey.step("scheduler").facts
+    assert bound["scheduler"] == "default-scheduler"
+    assert (bound["node"], bound["node_pool"]) == ((None, "cpu-gamma") if slug == "gamma" else ("system-0", None))
+
+
+def test_coredns_without_the_b4_values_is_refused_for_the_untrusted_tenant(fleet, chart_defaults) -> None:
+    """Issue 26 B4 before the fix: vCluster's template gives CoreDNS no seccomp profile (template.go:223-231),
+    `restricted` refuses it; and without a CPU pool no node takes a CPU pod of a dedicated tenant."""
+    values = fleet.vcluster_values(NS["gamma"])
+    values["controlPlane"].pop("coredns")
+    refused = runner.run(vcluster_sync.coredns_pod(NS["gamma"], fleet, chart_defaults), NS["gamma"], fleet)
+    assert refused.refusal[0] == "pod-security"
+    assert 'seccompProfile (container "coredns" must set securityContext.seccompProfile.type' in refused.refusal[1]
+    fleet.tenants["gamma"] = [m for m in fleet.tenants["gamma"] if m["metadata"]["name"] != "cpu-gamma"]
+    values["controlPlane"]["coredns"] = {"security": {"podSecurityContext": {"seccompProfile": {
+        "type": "RuntimeDefault"}}}}
+    pending = runner.run(vcluster_sync.coredns_pod(NS["gamma"], fleet, chart_defaults), NS["gamma"], fleet)
+    step, reason = pending.refusal
+    assert step == "scheduler" and "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity" in reason
+    assert "did not tolerate nvidia.com/gpu=true:NoSchedule" in reason
 
 
 @pytest.mark.parametrize("slug", sorted(TRUST))
@@ -92,26 +118,36 @@ def test_chart_default_control_plane_violates_restricted(fleet, chart_defaults) 
     assert 'violates PodSecurity "restricted:latest"' in reason and "runAsUser=0" in reason
 
 
-def test_stock_syncer_strips_the_gate_and_the_backstop_caps_the_gpus() -> None:
-    """Defect 1: with vCluster v0.36.1's syncer the host pod loses Kueue's gate (#4106) and would run
-    unadmitted; the backstop ResourceQuota still refuses a GPU beyond what the tenant may hold."""
+def test_stock_syncer_gpu_pods_are_refused_loudly_at_shipped_defaults() -> None:
+    """Issue 26 B3: with vCluster v0.36.1's own syncer (the shipped default) every GPU pod is refused at
+    creation with the reason; none is created to be deleted by Kueue or to run outside quota."""
     fleet = render_fleet()
-    fleet.used[NS["gamma"]] = {"requests.nvidia.com/gpu": 4}
-    host = vcluster_sync.translate(workloads.inference_pod("whole"), NS["gamma"], fleet)
-    assert not quota.admit(host, fleet).ok, "the backstop ResourceQuota must cap GPUs"
-    fleet.used.clear()
+    for slug in TRUST:
+        journey = runner.run(workloads.inference_pod("whole"), NS[slug], fleet)
+        assert journey.refusal[0] == "kyverno-validate", journey
+        assert "GPU pods are refused: this platform's vCluster 0.36.1 syncer removes Kueue's scheduling gates" \
+            in journey.refusal[1]
+        assert "GPUFLEET_VCLUSTER_SYNCER_IMAGE" in journey.refusal[1]
+
+
+def test_a_gate_stripped_pod_is_stopped_and_deleted_by_kueue() -> None:
+    """Issue 26 B3, why the refusal: without it the stock syncer strips the gate (diff.go:163) and Kueue stops
+    the unadmitted pod and deletes it (reconciler.go:653-662, pod_controller.go:513-552); the backstop
+    ResourceQuota still caps what a pod bound in between could hold."""
+    fleet = render_fleet()
+    for slug in TRUST:
+        fleet.tenants[slug] = [m for m in fleet.tenants[slug] if m["metadata"]["name"] != "gpufleet-gpu-syncer-gates"]
     journey = runner.run(workloads.inference_pod("whole"), NS["gamma"], fleet)
     assert journey.step("vcluster-resync").facts == {"gates_stripped": True}
-    assert journey.step("kueue-admission").facts["bypassed"] is True
+    stopped = journey.step("kueue-admission")
+    assert not stopped.ok and stopped.facts == {"admitted": False, "deleted": True}
+    assert {"type": "TerminationTarget", "status": "True", "reason": "NotAdmitted",
+            "message": "Not admitted by cluster queue"} in stopped.pod["status"]["conditions"]
     fleet.used[NS["gamma"]] = {"requests.nvidia.com/gpu": 4}  # gamma: 4 whole GPUs, borrowing 0
     refused = runner.run(workloads.inference_pod("whole"), NS["gamma"], fleet)
     assert refused.refusal == ("resource-quota", 'pods "chat-7d9f-abcde-x-ml-x-vcluster" is forbidden: '
                                "exceeded quota: gpufleet-backstop, requested: requests.nvidia.com/gpu=1, "
                                "used: requests.nvidia.com/gpu=4, limited: requests.nvidia.com/gpu=4")
-    fleet.used[NS["beta"]] = {"requests.nvidia.com/mig-3g.40gb": 7}
-    refused = runner.run(workloads.inference_pod("mig"), NS["beta"], fleet)
-    assert refused.refusal[0] == "resource-quota"
-    assert "limited: requests.nvidia.com/mig-3g.40gb=7" in refused.refusal[1]
 
 
 def test_a_syncer_with_the_gate_fix_keeps_kueue_in_charge() -> None:
@@ -123,6 +159,7 @@ def test_a_syncer_with_the_gate_fix_keeps_kueue_in_charge() -> None:
     journey = runner.run(workloads.inference_pod("mig"), NS["beta"], fleet)
     assert journey.ok and "gates_stripped" not in journey.step("vcluster-resync").facts
     assert journey.step("kueue-admission").facts["admitted"] is True
+    assert not [m for m in fleet.tenants["beta"] if m["metadata"]["name"] == "gpufleet-gpu-syncer-gates"]
 
 
 def test_a_tenant_cannot_use_another_tenants_kai_queue(fleet) -> None:
@@ -224,3 +261,49 @@ def test_a_suspended_tenant_has_every_gpu_key_at_zero() -> None:
     assert {k: v for k, v in hard.items() if "nvidia.com" in k} == dict.fromkeys(
         ["requests.nvidia.com/gpu", "requests.nvidia.com/mig-3g.40gb", "requests.nvidia.com/gpucores",
          "requests.nvidia.com/gpumem-percentage"], "0")
+
+
+def test_hamis_device_plugin_runs_on_the_hami_pools_nodes_and_nowhere_else(fleet) -> None:
+    """Issue 26 B5: HAMi's device plugin (the DaemonSet the platform's HAMi release renders) runs on every node of
+    a HAMi pool -- so those nodes offer the shares Kueue admits -- and on no other GPU node."""
+    from .steps import hami, scheduler
+
+    pod = hami.device_plugin_pod(fleet)
+    pools = {p["metadata"]["name"]: p for p in fleet.objects("NodePool")}
+    runs = {name for name, pool in pools.items() if not scheduler.node_refusal(pod, hami.pool_node(pool))}
+    assert runs == {"pool-h100-quarter"}
+
+
+def test_hamis_chart_defaults_ran_on_no_node(fleet) -> None:
+    """Issue 26 B5 before the fix: the chart's `gpu: "on"` selector and no tolerations fit no pool's node."""
+    from .steps import hami, scheduler
+
+    release = fleet.one("HelmRelease", "hami", "flux-system")
+    release["spec"]["values"].pop("devicePlugin")
+    pod = hami.device_plugin_pod(fleet)
+    for pool in fleet.objects("NodePool"):
+        assert scheduler.node_refusal(pod, hami.pool_node(pool)), pool["metadata"]["name"]
+
+
+def test_a_topology_aware_gpu_flavor_would_refuse_every_pod(fleet) -> None:
+    """Issue 26 B1, why no flavor is topology-aware: with `topologyName` on h100 (what GPUFLEET_TOPOLOGY_LEVELS used
+    to render) the ClusterQueue is not TAS-only (gpufleet-host), so Kueue refuses the pod; asking for topology
+    moves the refusal to gpufleet-host; and a TAS-only queue gives the pod two TAS flavors (GPU and cpu/memory)."""
+    flavor = fleet.one("ResourceFlavor", "h100")
+    flavor["spec"]["topologyName"] = "gpu-topology"
+    fleet.platform.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology",
+                           "metadata": {"name": "gpu-topology"},
+                           "spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"}]}})
+    plain = runner.run(workloads.inference_pod("whole"), NS["beta"], fleet)
+    assert plain.refusal[0] == "kueue-admission"
+    assert 'Flavor "h100" supports only TopologyAwareScheduling' in plain.refusal[1]
+    asking = workloads.inference_pod("whole")
+    asking["metadata"]["annotations"]["kueue.x-k8s.io/podset-required-topology"] = "kubernetes.io/hostname"
+    refused = runner.run(asking, NS["beta"], fleet)
+    assert 'Flavor "gpufleet-host" does not support TopologyAwareScheduling' in refused.refusal[1]
+    # Every flavor of beta's queue topology-aware (a TAS-only queue): one pod set then holds two TAS flavors.
+    queue = fleet.one("ClusterQueue", NS["beta"])
+    for name in {f["name"] for g in queue["spec"]["resourceGroups"] for f in g["flavors"]}:
+        fleet.one("ResourceFlavor", name)["spec"]["topologyName"] = "gpu-topology"
+    tas_only = runner.run(workloads.inference_pod("whole"), NS["beta"], fleet)
+    assert "more than one TAS flavor assigned: gpufleet-host, h100" in tas_only.refusal[1]

@@ -1,5 +1,5 @@
 """The last legs of a GPU pod's journey, against the real rendered fleet: which NodePool creates its node
-(Karpenter v1.14.1), whether topology-aware flavors' nodes carry the levels (Kueue v0.19.2 TAS), and
+(Karpenter v1.14.1), whether pools' nodes carry the topology levels when configured (KAI), and
 whether each endpoint's ScaledObject scales a real host Deployment on a scraped metric (KEDA v2.20.2).
 
 The fleet: a trusted tenant using HAMi (with an inference endpoint), a standard tenant using MIG and an
@@ -146,12 +146,16 @@ def test_untrusted_pods_only_get_their_own_nodes(fleet) -> None:
     # nominal 4 + borrowing 2 = 6 GPUs, rounded up to one whole 8-GPU node (Karpenter counts whole nodes).
     assert dedicated["spec"]["limits"]["nvidia.com/gpu"] == 8
     assert dedicated["metadata"]["labels"]["gpufleet.io/tenant"] == "gamma"
-    assert dedicated["spec"]["template"]["metadata"]["labels"]["gpufleet.io/topology-block"] == "h100-whole-gamma"
+    # No topology levels by default (issue 26, B1): a pool's nodes carry none.
+    assert not any(k.startswith("gpufleet.io/topology-") for k in dedicated["spec"]["template"]["metadata"]["labels"])
 
 
 def test_pools_pin_the_gpu_model_and_refuse_other_models(fleet) -> None:
     for pool in karpenter.node_pools(fleet):
         assert karpenter.pins_gpu_model(pool), pool["metadata"]["name"]
+        if pool["spec"]["template"]["metadata"]["labels"].get("gpufleet.io/node-role") == "cpu":
+            continue  # a dedicated tenant's CPU pool (B4): pinned to CPU instance types, no GPU name
+
         gpu_names = [r for r in pool["spec"]["template"]["spec"]["requirements"]
                      if r["key"] == "karpenter.k8s.aws/instance-gpu-name"]
         assert gpu_names == [{"key": "karpenter.k8s.aws/instance-gpu-name", "operator": "In", "values": ["h100"]}]
@@ -190,17 +194,27 @@ def test_karpenter_model_follows_upstream_compatibility_rules() -> None:
     assert "may launch any GPU" in karpenter.step(pod({}), [unpinned]).reason
 
 
-def test_topology_only_where_nodes_carry_the_levels_and_never_on_hami(fleet) -> None:
-    levels = [level["nodeLabel"] for level in fleet.find("Topology", "gpu-topology")["spec"]["levels"]]
-    flavors = {m["metadata"]["name"]: m["spec"] for m in fleet.manifests if m["kind"] == "ResourceFlavor"}
-    assert "topologyName" not in flavors["h100-quarter"]  # HAMi shares are never node allocatable
-    for slug, flavor, resources, _ in JOURNEYS:
-        result = karpenter.step(admitted(fleet, synced_pod(fleet, slug, resources), flavor), fleet)
-        labels = karpenter.node_labels(result)
-        if "topologyName" in flavors[flavor]:
-            missing = [lvl for lvl in levels if lvl not in labels and lvl not in AUTOMATIC_LABELS]
-            assert missing == [], f"{flavor}: nodes of {result.reason} lack topology levels {missing}"
-    assert {name for name, spec in flavors.items() if "topologyName" in spec} == {"h100", "h100-3g"}
+def test_no_flavor_is_kueue_topology_aware_by_default(fleet) -> None:
+    """Issue 26, B1: the shipped defaults render no Kueue Topology and no topologyName (nodepools.kueue_tas_refusal)."""
+    assert not [m for m in fleet.manifests if m["kind"] == "Topology"]
+    assert not [m for m in fleet.manifests if m["kind"] == "ResourceFlavor" and "topologyName" in m["spec"]]
+
+
+@pytest.mark.parametrize("levels", [["gpufleet.io/topology-block", "gpufleet.io/topology-rack",
+                                     "kubernetes.io/hostname"]])
+def test_topology_levels_label_the_pools_and_feed_kai_only(db, settings, levels) -> None:
+    """The documented option GPUFLEET_TOPOLOGY_LEVELS: each pool's nodes carry the levels (one domain per pool)
+    and KAI gets a Topology; Kueue's flavors still carry no topologyName (it would refuse every pod)."""
+    settings.GPUFLEET_TOPOLOGY_LEVELS = levels
+    model = actions.create_gpu_model("h100-80gb", "NVIDIA H100 80GB HBM3", 81559, "NVIDIA-H100-80GB-HBM3")
+    actions.create_flavor("h100", gpu_model=model.name, mode="whole", capacity=16)
+    actions.create_node_pool("h100-whole", flavor="h100", gpu_limit=16, instance_types=["p5.48xlarge"])
+    manifests = render_platform(RenderContext.from_settings())
+    assert [m["apiVersion"] for m in manifests if m["kind"] == "Topology"] == ["kai.scheduler/v1alpha1"]
+    assert not [m for m in manifests if m["kind"] == "ResourceFlavor" and "topologyName" in m["spec"]]
+    pool = next(m for m in manifests if m["kind"] == "NodePool")
+    labels = pool["spec"]["template"]["metadata"]["labels"]
+    assert labels["gpufleet.io/topology-block"] == labels["gpufleet.io/topology-rack"] == "h100-whole"
 
 
 def test_topology_is_off_for_flavors_without_pools(db) -> None:
@@ -247,7 +261,10 @@ def test_pods_without_gpus_never_get_gpu_nodes(fleet) -> None:
            "spec": {"containers": [{"name": "syncer", "resources": {"requests": {"cpu": "200m"}}}]}}
     result = karpenter.step(pod, fleet)
     assert not result.ok
-    assert result.reason.count("did not tolerate nvidia.com/gpu=true:NoSchedule") == len(karpenter.node_pools(fleet))
+    gpu_pools = [p for p in karpenter.node_pools(fleet) if "nvidia.com/gpu" in p["spec"]["limits"]]
+    assert result.reason.count("did not tolerate nvidia.com/gpu=true:NoSchedule") == len(gpu_pools)
+    # The untrusted tenant's CPU pool (B4) takes only its own pods: they carry its nodeSelector and toleration.
+    assert "cpu-gamma: did not tolerate gpufleet.io/dedicated-tenant=gamma:NoSchedule" in result.reason
 
 
 def test_keda_refuses_missing_targets_and_unscraped_metrics(fleet) -> None:

@@ -34,7 +34,8 @@ def test_kueue_single_clusterqueue_example() -> None:
         "name": "sample-job", "namespace": "default", "labels": {kueue.QUEUE_LABEL: "user-queue"}},
         "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "200Mi"}}}]}})
     gated = kueue.webhook(pod, fleet).pod
-    assert gated["spec"]["schedulingGates"] == [{"name": kueue.GATE}]
+    # TopologyAwareScheduling is on by default at v0.19.2: the topology gate comes with the admission gate.
+    assert gated["spec"]["schedulingGates"] == [{"name": kueue.GATE}, {"name": kueue.TOPOLOGY_GATE}]
     admitted = kueue.admit(gated, fleet)
     assert admitted.ok and admitted.facts["flavors"] == {"cpu": "default-flavor", "memory": "default-flavor"}
     assert admitted.pod["spec"]["schedulingGates"] == []

@@ -21,7 +21,7 @@ from django.core.management import CommandError, call_command
 from infra.manifests import to_yaml
 from scheduling import actions
 from scheduling.inputs import load_catalog
-from scheduling.prerequisites import PLATFORM_NAMESPACES, kueue_configuration
+from scheduling.prerequisites import COMPONENTS, PLATFORM_NAMESPACES, kueue_configuration, values_of
 from tenants.render import RenderContext, render_platform
 from tests.support.services import need_reference
 
@@ -61,8 +61,10 @@ def catalog(db) -> None:
 
 
 @pytest.fixture
-def healthy(kube: EmulatorThread, catalog) -> EmulatorThread:
-    """A cluster installed from the platform's own output."""
+def healthy(kube: EmulatorThread, catalog, settings) -> EmulatorThread:
+    """A cluster installed from the platform's own output (with a vCluster syncer that keeps Kueue's gates:
+    without one the doctor fails, issue 26 B3)."""
+    settings.GPUFLEET_VCLUSTER_SYNCER_IMAGE = "registry.example.com/loft-sh/vcluster-pro:0.36.1-gates"
     reference = need_reference() / "crds"
     for name in CRD_FILES:
         put(kube, "apiextensions.k8s.io", "v1", "customresourcedefinitions",
@@ -91,7 +93,24 @@ def healthy(kube: EmulatorThread, catalog) -> EmulatorThread:
     put(kube, "", "v1", "nodes", node("gpu-1", {"gpufleet.io/flavor": "h100", "kubernetes.io/hostname": "gpu-1",
                                                  "gpufleet.io/topology-block": "h100-whole",
                                                  "gpufleet.io/topology-rack": "h100-whole"}))
+    put(kube, "apps", "v1", "daemonsets", hami_device_plugin(values_of(HAMI, cat)["devicePlugin"]))
     return kube
+
+
+HAMI = next(c for c in COMPONENTS if c.name == "hami")
+
+
+def hami_device_plugin(values: dict[str, Any]) -> dict[str, Any]:
+    """The DaemonSet as HAMi 2.10.0's chart renders it: nodeSelector and tolerations straight from the values
+    (charts/hami/templates/device-plugin/daemonsetnvidia.yaml:257-262; chart defaults `gpu: "on"` and none,
+    charts/hami/values.yaml:419-421, merged under ours key by key)."""
+    selector = {"gpu": "on", **values.get("nvidiaNodeSelector", {})}
+    spec: dict[str, Any] = {"nodeSelector": selector, "containers": [{"name": "device-plugin"}]}
+    if values.get("tolerations"):
+        spec["tolerations"] = values["tolerations"]
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": "vgpu-device-plugin", "namespace": "hami-system"},
+            "spec": {"template": {"spec": spec}}}
 
 
 def node(name: str, labels: dict[str, str]) -> dict[str, Any]:
@@ -148,7 +167,9 @@ def test_a_misconfigured_kueue_is_named_with_its_fix(healthy, tmp_path, settings
     assert found["kueue/configuration/manageJobsWithoutQueueName"]["fix"] == "set manageJobsWithoutQueueName: false"
 
 
-def test_broken_hami_karpenter_and_topology_are_found(healthy, tmp_path) -> None:
+def test_broken_hami_karpenter_and_topology_are_found(healthy, tmp_path, settings) -> None:
+    settings.GPUFLEET_TOPOLOGY_LEVELS = ["gpufleet.io/topology-block", "gpufleet.io/topology-rack",
+                                         "kubernetes.io/hostname"]
     put(healthy, "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", {
         "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
         "metadata": {"name": "hami-webhook"}, "webhooks": [{"name": "vgpu.hami.io", "namespaceSelector": {}}]})
@@ -164,6 +185,7 @@ def test_broken_hami_karpenter_and_topology_are_found(healthy, tmp_path) -> None
     found = failures(findings)
     assert failed
     assert {"hami/webhook", "hami/webhook/platform-namespaces", "karpenter/nodepool/h100-whole",
+            "karpenter/nodepool/h100-hami",
             "karpenter/nodepool/h100-whole/nodeclass", "karpenter/nodepool/h100-hami/nodeclass",
             "topology/node/gpu-2", "crd/scaledobjects.keda.sh"} == set(found)
     assert "nvidia.com/gpu.product" in found["karpenter/nodepool/h100-whole"]["detail"]
@@ -184,9 +206,91 @@ def test_text_output_says_what_to_do(healthy, tmp_path, capsys) -> None:
 
 
 def test_a_check_the_cluster_refuses_is_a_failure_not_a_crash(healthy, tmp_path) -> None:
+    pools = kmock.resource("karpenter.sh", "v1", "nodepools")
+    healthy.call(lambda: healthy.emulator["get", pools] << kmock.KubernetesError(
+        status=403, reason="Forbidden", message="nodepools is forbidden: User cannot list resource nodepools"))
+    findings, failed = doctor(healthy, tmp_path)
+    found = failures(findings)
+    assert failed and {"karpenter", "hami/device-plugin"} <= set(found)
+    assert "nodepools is forbidden" in found["karpenter"]["detail"]
+
+
+def test_a_refused_node_list_is_a_failure_too(healthy, tmp_path, settings) -> None:
+    settings.GPUFLEET_TOPOLOGY_LEVELS = ["gpufleet.io/topology-block"]  # the topology check reads nodes
+    for pool in (m for m in render_platform(RenderContext.from_settings()) if m["kind"] == "NodePool"):
+        put(healthy, "karpenter.sh", "v1", "nodepools", pool)
     healthy.call(lambda: healthy.emulator["get", kmock.resource("", "v1", "nodes")] << kmock.KubernetesError(
         status=403, reason="Forbidden", message="nodes is forbidden: User cannot list resource nodes"))
     findings, failed = doctor(healthy, tmp_path)
     found = failures(findings)
     assert failed and set(found) == {"topology/nodes"}
     assert "nodes is forbidden" in found["topology/nodes"]["detail"]
+
+
+def untrusted_tenant(kube: EmulatorThread) -> list[dict[str, Any]]:
+    """An untrusted tenant as the platform renders it, on the cluster: its namespace, vCluster and NodePools."""
+    from tenants.models import Phase
+    from tenants.reconcile import desired_manifests
+    from tests.support import factories
+
+    gamma = factories.tenant("gamma", "untrusted", phase=Phase.READY)
+    actions.set_quota(gamma, flavor="h100", nominal=4, borrowing_limit=0)
+    manifests = desired_manifests(gamma)
+    for m in manifests:
+        if m["kind"] == "Namespace":
+            put(kube, "", "v1", "namespaces", m)
+        elif m["kind"] == "HelmRelease":
+            put(kube, "helm.toolkit.fluxcd.io", "v2", "helmreleases", m)
+        elif m["kind"] == "NodePool":
+            put(kube, "karpenter.sh", "v1", "nodepools", m)
+    return manifests
+
+
+def test_a_tenant_rendered_by_the_platform_passes_the_vcluster_checks(healthy, tmp_path) -> None:
+    untrusted_tenant(healthy)
+    findings, failed = doctor(healthy, tmp_path)
+    assert failures(findings) == {} and not failed
+    ok = {f["check"]: f["detail"] for f in findings}
+    assert ok["vcluster/coredns/tenant-gamma"] == "CoreDNS passes Pod Security restricted"
+    assert ok["vcluster/cpu-nodes/tenant-gamma"] == "pods without GPUs run on NodePool cpu-gamma"
+    assert ok["vcluster/syncer/tenant-gamma"].startswith(
+        "syncer registry.example.com/loft-sh/vcluster-pro:0.36.1-gates")
+    assert ok["hami/device-plugin/h100-hami"] == "HAMi's device plugin runs on its nodes"
+    assert ok["kueue/topology"] == "no ResourceFlavor uses topology-aware scheduling"
+
+
+def test_each_issue_26_blocker_class_is_named_with_its_fix(healthy, tmp_path, settings) -> None:
+    """B1 a TAS flavor in a mixed ClusterQueue, B3 a syncer that strips Kueue's gates, B4 CoreDNS without seccomp
+    and no CPU pool for a dedicated tenant, B5 HAMi's device plugin on the chart's defaults."""
+    manifests = untrusted_tenant(healthy)
+    # B1: what the platform rendered before (GPUFLEET_TOPOLOGY_LEVELS had a default).
+    put(healthy, "kueue.x-k8s.io", "v1beta2", "resourceflavors", {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "h100"},
+        "spec": {"nodeLabels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}, "topologyName": "gpu-topology"}})
+    queue = next(m for m in manifests if m["kind"] == "ClusterQueue")
+    put(healthy, "kueue.x-k8s.io", "v1beta2", "clusterqueues", queue)
+    # B3: the stock syncer, on the cluster and in the settings.
+    settings.GPUFLEET_VCLUSTER_SYNCER_IMAGE = ""
+    release = copy.deepcopy(next(m for m in manifests if m["kind"] == "HelmRelease"))
+    release["spec"]["values"]["controlPlane"]["statefulSet"].pop("image")
+    # B4: the values before the fix, and no CPU pool.
+    release["spec"]["values"]["controlPlane"].pop("coredns")
+    put(healthy, "helm.toolkit.fluxcd.io", "v2", "helmreleases", release)
+    drop(healthy, "karpenter.sh", "v1", "nodepools", "cpu-gamma")
+    # B5: HAMi's device plugin with the chart's defaults.
+    put(healthy, "apps", "v1", "daemonsets", hami_device_plugin({}))
+    findings, failed = doctor(healthy, tmp_path)
+    found = failures(findings)
+    assert failed
+    assert set(found) == {"kueue/topology/h100", "vcluster/syncer", "vcluster/syncer/tenant-gamma",
+                          "vcluster/coredns/tenant-gamma", "vcluster/cpu-nodes/tenant-gamma",
+                          "hami/device-plugin/h100-hami"}
+    assert "supports only" not in found["kueue/topology/h100"]["detail"]
+    assert "non-TAS gpufleet-host flavor" in found["kueue/topology/h100"]["detail"]
+    assert "used by tenant-gamma" in found["kueue/topology/h100"]["detail"]
+    assert "topologyName is immutable" in found["kueue/topology/h100"]["fix"]
+    assert "diff.go:163" in found["vcluster/syncer/tenant-gamma"]["detail"]
+    assert "GPUFLEET_VCLUSTER_SYNCER_IMAGE" in found["vcluster/syncer"]["fix"]
+    assert "no seccomp profile" in found["vcluster/coredns/tenant-gamma"]["detail"]
+    assert "stay Pending" in found["vcluster/cpu-nodes/tenant-gamma"]["detail"]
+    assert "does not tolerate nvidia.com/gpu=true:NoSchedule" in found["hami/device-plugin/h100-hami"]["detail"]

@@ -55,7 +55,7 @@ def test_cli_catalog_quota_endpoint_and_platform_render() -> None:
     assert "WARNING" in err.getvalue() and json.loads(out.getvalue())["warnings"]
     platform = list(yaml.safe_load_all(cli("render", "--platform", "--validate")))
     kinds = {m["kind"] for m in platform}
-    assert {"ResourceFlavor", "Cohort", "WorkloadPriorityClass", "Topology", "Queue", "NodePool"} <= kinds
+    assert {"ResourceFlavor", "Cohort", "WorkloadPriorityClass", "Queue", "NodePool"} <= kinds
     flavors = {m["metadata"]["name"]: m["spec"] for m in platform if m["kind"] == "ResourceFlavor"}
     assert set(flavors) == {"a100", "a100-2g", "gpufleet-host"}  # the last carries cpu/memory quota
     assert flavors["a100"]["nodeTaints"] == [{"key": "gpufleet.io/reserved", "value": "ml", "effect": "NoSchedule"}]

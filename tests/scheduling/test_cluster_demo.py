@@ -38,3 +38,17 @@ def test_demo_has_three_clusters_with_placements(eager_tasks) -> None:
                       ("nlp-inference", "inference", "a100-whole", 4), ("contractors", "dev", "a100-whole", 2)}
     # Only untrusted tenants are on dev.
     assert {slug for slug, cluster, _ in placements if cluster == "dev"} == {"contractors"}
+
+
+def test_demo_has_a_pool_for_every_flavor_hami_included(eager_tasks) -> None:
+    """Issue 26 B5: the demo sells HAMi quarter shares, so a pool must create nodes HAMi's device plugin runs on."""
+    from scheduling.inputs import load_catalog
+    from scheduling.models import GpuNodePool
+    from scheduling.nodepools import HAMI_NODE_SELECTOR, pool_labels
+
+    call_command("demo", stdout=StringIO())
+    pools = dict(GpuNodePool.objects.values_list("name", "flavor__mode"))
+    assert pools == {"a100-pool": "whole", "a100-mig-pool": "mig", "a100-hami-pool": "hami"}
+    cat = load_catalog()["scheduling"]
+    hami = next(p for p in cat.node_pools if p.name == "a100-hami-pool")
+    assert HAMI_NODE_SELECTOR.items() <= pool_labels(hami, cat).items()

@@ -85,6 +85,15 @@ def test_hami_uses_our_resource_names_and_skips_platform_namespaces() -> None:
 KYVERNO_MUTATING_WEBHOOK = "kyverno-resource-mutating-webhook-cfg"
 
 
+def test_hamis_device_plugin_selects_and_tolerates_the_hami_pools(settings) -> None:
+    """Issue 26 B5: the chart's defaults (`gpu: "on"`, no tolerations; charts/hami/values.yaml:419-421 at v2.10.0)
+    matched no node of ours; the release names the HAMi pools' labels and tolerates their taints."""
+    plugin = releases()["hami"]["spec"]["values"]["devicePlugin"]
+    assert plugin["nvidiaNodeSelector"] == {"gpu": "on", "gpufleet.io/gpu-mode": "hami"}
+    assert {t["key"] for t in plugin["tolerations"]} >= {"nvidia.com/gpu", "gpufleet.io/trust-levels"}
+    assert all(t["operator"] == "Exists" and "effect" not in t for t in plugin["tolerations"])
+
+
 def test_webhooks_run_in_the_order_the_journeys_assume() -> None:
     """The API server calls mutating webhook configurations sorted by name. Kyverno's routing must reach
     Kueue's pod webhook (Kueue sorts first, so it must be called again: IfNeeded) and precede HAMi's

@@ -48,9 +48,10 @@ def test_three_trust_levels_and_three_tiers_render_and_validate(fleet, tenants) 
         everything.extend(desired_manifests(tenant))
     assert registry.validate(everything) == []
     kinds = {m["kind"] for m in everything}
-    assert {"ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass", "Topology",
+    assert {"ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass",
             "Queue", "NodePool", "ScaledObject"} <= kinds
-    assert len(by_kind(everything, "Topology")) == 2  # Kueue's and KAI's
+    # No topology levels by default, and never a Kueue Topology (issue 26, B1): nothing at all.
+    assert by_kind(everything, "Topology") == []
     cohorts = {m["metadata"]["name"]: m["spec"] for m in by_kind(everything, "Cohort")}
     # Kueue runs classical preemption by default: no fairSharing.weight (it would do nothing).
     assert cohorts["research-vision"] == {"parentName": "research"}

@@ -284,8 +284,8 @@ GPUFLEET_OPENBAO_KUBERNETES_AUTH = env("GPUFLEET_OPENBAO_KUBERNETES_AUTH", "kube
 # --- vCluster --------------------------------------------------------------------------------------
 GPUFLEET_VCLUSTER_CHART_VERSION = env("GPUFLEET_VCLUSTER_CHART_VERSION", "0.36.1")
 # A vCluster syncer image that keeps host-side scheduling gates (v0.36.1 + loft-sh/vcluster#4107, until a
-# release carries the fix), "registry/repository:tag". Empty: the chart's image, which strips Kueue's gate
-# (docs/isolation.md); the ResourceQuota's GPU keys then remain the only bound on GPUs.
+# release carries the fix), "registry/repository:tag". Empty: the chart's image, which strips Kueue's gate, so
+# the platform refuses GPU pods and says so (tenant condition GpuWorkloads, doctor; docs/compatibility.md#b3).
 GPUFLEET_VCLUSTER_SYNCER_IMAGE = env("GPUFLEET_VCLUSTER_SYNCER_IMAGE", "")
 GPUFLEET_VCLUSTER_CHART_REPO = env("GPUFLEET_VCLUSTER_CHART_REPO", "https://charts.loft.sh")
 GPUFLEET_FLUX_NAMESPACE = env("GPUFLEET_FLUX_NAMESPACE", "flux-system")
@@ -319,10 +319,16 @@ GPUFLEET_DEFAULT_COHORT = env("GPUFLEET_DEFAULT_COHORT", "gpufleet")
 # and, on each manager, a Secret `multikueue-<worker>` (key `kubeconfig`) in Kueue's namespace per worker.
 GPUFLEET_MULTIKUEUE = env_bool("GPUFLEET_MULTIKUEUE", False)
 GPUFLEET_TOPOLOGY_NAME = env("GPUFLEET_TOPOLOGY_NAME", "gpu-topology")
-# Node labels from the widest to the narrowest domain (block = NVLink/IB domain, rack, host).
-GPUFLEET_TOPOLOGY_LEVELS = env_list(
-    "GPUFLEET_TOPOLOGY_LEVELS", ["gpufleet.io/topology-block", "gpufleet.io/topology-rack", "kubernetes.io/hostname"]
-)
+# Node labels from the widest to the narrowest domain (block = NVLink/IB domain, rack, host), e.g.
+# "gpufleet.io/topology-block,gpufleet.io/topology-rack,kubernetes.io/hostname". None by default. They label each
+# pool's nodes and feed KAI's Topology; Kueue's topology-aware scheduling is never used (docs/compatibility.md#b1).
+GPUFLEET_TOPOLOGY_LEVELS = env_list("GPUFLEET_TOPOLOGY_LEVELS", [])
+# The CPU NodePool of each dedicated (untrusted) tenant, for its pods without GPUs (CoreDNS first): instance types,
+# Karpenter node class and cpu limit (docs/compatibility.md#b4).
+GPUFLEET_CPU_POOL_INSTANCE_TYPES = env_list("GPUFLEET_CPU_POOL_INSTANCE_TYPES",
+                                            ["m7i.large", "m7i.xlarge", "m7i.2xlarge"])
+GPUFLEET_CPU_POOL_NODE_CLASS = env("GPUFLEET_CPU_POOL_NODE_CLASS", "default")
+GPUFLEET_CPU_POOL_CPU_LIMIT = int(env("GPUFLEET_CPU_POOL_CPU_LIMIT", "16") or 16)
 GPUFLEET_BUSINESS_TIMEZONE = env("GPUFLEET_BUSINESS_TIMEZONE", "UTC")
 GPUFLEET_KARPENTER_NODE_CLASS_GROUP = env("GPUFLEET_KARPENTER_NODE_CLASS_GROUP", "karpenter.k8s.aws")
 GPUFLEET_KARPENTER_NODE_CLASS_KIND = env("GPUFLEET_KARPENTER_NODE_CLASS_KIND", "EC2NodeClass")

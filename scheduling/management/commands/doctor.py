@@ -1,7 +1,8 @@
 """gpufleet doctor [--json] [--kubeconfig PATH] [--context NAME]: check a cluster against the matrix.
 
-Read-only: GETs on the Kubernetes API (CRDs, Kueue's manager ConfigMap, HAMi's webhook, Karpenter's
-NodePools and node classes, node labels). Exit status 1 when any check fails. docs/compatibility.md.
+Read-only: GETs on the Kubernetes API (CRDs, Kueue's manager ConfigMap, ResourceFlavors and ClusterQueues,
+HAMi's webhook and device plugin, Karpenter's NodePools and node classes, node labels, the vCluster HelmReleases
+and their namespaces). Exit status 1 when any check fails. docs/compatibility.md.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ class Command(BaseCommand):
             GPUFLEET_KUBE_CONTEXT = opts["context"] or getattr(settings, "GPUFLEET_KUBE_CONTEXT", "")
 
         try:
-            findings = diagnose(KubernetesBackend.from_settings(Source).read, load_catalog()["scheduling"])
+            findings = diagnose(KubernetesBackend.from_settings(Source).read, load_catalog()["scheduling"],
+                                chart_version=settings.GPUFLEET_VCLUSTER_CHART_VERSION,
+                                syncer_image=getattr(settings, "GPUFLEET_VCLUSTER_SYNCER_IMAGE", "") or "")
         except InfraError as exc:
             raise CommandError(f"cannot read the cluster: {exc}") from exc
         failed = [f for f in findings if not f.ok]

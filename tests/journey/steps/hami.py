@@ -56,3 +56,34 @@ def webhook(host_pod: dict[str, Any], fleet: Any) -> StepResult:
         return StepResult(True, "HAMi: no GPU resource found", host_pod)
     pod["spec"]["schedulerName"] = SCHEDULER
     return StepResult(True, "HAMi webhook: scheduler set to hami-scheduler", pod, {"mutated": True})
+
+
+# Project-HAMi/HAMi@v2.10.0:charts/hami/values.yaml:419-421: the device plugin's chart defaults (transcribed).
+CHART_DEVICE_PLUGIN = {"nvidiaNodeSelector": {"gpu": "on"}, "tolerations": []}
+
+
+def device_plugin_pod(fleet: Any, namespace: str = "flux-system") -> dict[str, Any]:
+    """A pod of HAMi's device-plugin DaemonSet as the chart renders it from the platform's HAMi release:
+    nodeSelector = devicePlugin.nvidiaNodeSelector and tolerations = devicePlugin.tolerations, each only if
+    non-empty (charts/hami/templates/device-plugin/daemonsetnvidia.yaml:257-262), Helm merging our values over
+    the chart's key by key."""
+    from .vcluster_sync import _merge
+
+    release = fleet.one("HelmRelease", "hami", namespace)
+    assert release is not None, "no HAMi release rendered"
+    values = _merge(CHART_DEVICE_PLUGIN, (release["spec"].get("values") or {}).get("devicePlugin") or {})
+    spec: dict[str, Any] = {"containers": [{"name": "device-plugin"}]}
+    if values.get("nvidiaNodeSelector"):
+        spec["nodeSelector"] = dict(values["nvidiaNodeSelector"])
+    if values.get("tolerations"):
+        spec["tolerations"] = list(values["tolerations"])
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "vgpu-device-plugin-x", "namespace": "hami-system"}, "spec": spec}
+
+
+def pool_node(pool: dict[str, Any]) -> dict[str, Any]:
+    """A node the NodePool creates: its template labels and taints."""
+    template = pool["spec"]["template"]
+    return {"kind": "Node", "metadata": {"name": f"{pool['metadata']['name']}-node",
+                                         "labels": dict(template["metadata"].get("labels") or {})},
+            "spec": {"taints": list(template["spec"].get("taints") or [])}}

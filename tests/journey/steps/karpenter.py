@@ -70,17 +70,37 @@ def pool_requirements(pool: dict[str, Any]) -> dict[str, Requirement]:
     return reqs
 
 
+def _as_set(requirement: Requirement) -> tuple[bool, set[str]]:
+    """Karpenter's Requirement as (complement, values) (pkg/scheduling/requirement.go, v1.14.1): In -> the
+    values, NotIn -> everything but them, Exists -> everything, DoesNotExist -> nothing."""
+    operator, values = requirement
+    if operator == "In":
+        return False, set(values)
+    if operator == "NotIn":
+        return True, set(values)
+    if operator == "Exists":
+        return True, set()
+    return False, set()  # DoesNotExist
+
+
+def _has_intersection(a: Requirement, b: Requirement) -> bool:
+    (comp_a, va), (comp_b, vb) = _as_set(a), _as_set(b)
+    if comp_a and comp_b:
+        return True
+    if comp_a:
+        return bool(vb - va)
+    if comp_b:
+        return bool(va - vb)
+    return bool(va & vb)
+
+
 def _intersects(existing: Requirement, incoming: Requirement) -> bool:
-    (op_a, a), (op_b, b) = existing, incoming
-    if op_a == "In" and op_b == "In":
-        return bool(a & b)
-    if op_a == "In" and op_b == "NotIn":
-        return bool(a - b)
-    if op_a == "NotIn" and op_b == "In":
-        return bool(b - a)
-    if op_b == "DoesNotExist":
-        return op_a in ("NotIn", "DoesNotExist")
-    return True  # Exists / NotIn on both sides
+    """Requirements.Intersects for one key both sides define (pkg/scheduling/requirements.go:254-276): the
+    sets must intersect, except that two "absent" requirements (NotIn/DoesNotExist on both sides) agree."""
+    if _has_intersection(existing, incoming):
+        return True
+    absent = ("NotIn", "DoesNotExist")
+    return incoming[0] in absent and existing[0] in absent
 
 
 def incompatibility(pool: dict[str, Any], pod: dict[str, Any]) -> str | None:

@@ -1,9 +1,23 @@
 """Kueue v0.19.2: the pod integration's webhook and the admission of the pod's Workload.
 
 Facts modelled (kubernetes-sigs/kueue tag v0.19.2):
-* pkg/controller/jobs/pod/pod_webhook.go: a pod is managed when it carries `kueue.x-k8s.io/queue-name`
-  (we run `manageJobsWithoutQueueName: false`); a managed pod gets the scheduling gate
-  `kueue.x-k8s.io/admission`. Pods in kube-system/kueue-system are never managed.
+* pkg/controller/jobs/pod/pod_webhook.go:151-186: a pod is managed when it carries `kueue.x-k8s.io/queue-name`
+  (we run `manageJobsWithoutQueueName: false`); a managed pod gets the label `kueue.x-k8s.io/managed`, the
+  finalizer of the same name, the gate `kueue.x-k8s.io/admission` and, with the TopologyAwareScheduling
+  feature on (beta, on by default since v0.14: pkg/features/kube_features.go:683-686), the gate
+  `kueue.x-k8s.io/topology`. Pods in kube-system/kueue-system are never managed.
+* Stop of a pod that lost its gate (pkg/controller/jobframework/reconciler.go:653-662; pod_controller.go:234-
+  236 `podSuspended` = terminated or gated, 513-552 `Stop`): its Workload is not admitted, so Kueue sets the
+  `TerminationTarget` condition (reason NotAdmitted, "Not admitted by cluster queue") and deletes the pod.
+* Topology-aware scheduling (pkg/scheduler/flavorassigner/tas_flavorassigner.go:104-204,
+  pkg/cache/scheduler/clusterqueue.go:741-750): a pod set requests TAS explicitly (podset-required/preferred/
+  unconstrained-topology annotation) or implicitly (its ClusterQueue is TAS-only: every flavor has a
+  topologyName). A flavor with topologyName refuses a pod set that does not request TAS ("supports only
+  TopologyAwareScheduling"); a flavor without refuses one that does, if its group covers a resource the pod
+  requests ("does not support TopologyAwareScheduling"); more than one TAS flavor for one pod set is refused
+  ("more than one TAS flavor assigned"); without a MultiKueue/ProvisioningRequest admission check the pods are
+  placed on existing nodes only (the flavor's nodeLabels, every topology level, allocatable), else
+  `topology "X" doesn't allow to fit any of N pod(s)` / `allows to fit only K out of N pod(s)`.
 * LocalQueueDefaulting (GA in v0.19, pkg/controller/jobframework/defaults.go): a pod without the label
   in a namespace that has a LocalQueue named `default` is labelled `queue-name: default`.
 * Pod groups (site/content/en/docs/tasks/run/plain_pods.md): pods labelled
@@ -17,7 +31,8 @@ Facts modelled (kubernetes-sigs/kueue tag v0.19.2):
   resource group and a flavor fits when the request is within nominalQuota + borrowingLimit ("insufficient
   quota for %s in flavor %s, ... > maximum capacity (%s)"). On admission the gate is removed and the
   flavor's nodeLabels/tolerations are added to the pod.
-Not modelled: usage by other workloads (every queue starts empty), preemption, fair sharing, TAS.
+Not modelled: usage by other workloads (every queue starts empty), preemption, fair sharing, TAS slices and
+node usage by other pods.
 """
 
 from __future__ import annotations
@@ -32,6 +47,18 @@ PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 GROUP_LABEL = "kueue.x-k8s.io/pod-group-name"
 GROUP_COUNT = "kueue.x-k8s.io/pod-group-total-count"
 GATE = "kueue.x-k8s.io/admission"
+TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
+FINALIZER = "kueue.x-k8s.io/managed"
+TOPOLOGY_ANNOTATIONS = ("kueue.x-k8s.io/podset-required-topology", "kueue.x-k8s.io/podset-preferred-topology",
+                        "kueue.x-k8s.io/podset-unconstrained-topology")
+
+
+def tas_feature(fleet: Any) -> bool:
+    """The TopologyAwareScheduling feature gate as the Kueue release sets it (default on since v0.14)."""
+    release = fleet.one("HelmRelease", "kueue", "flux-system") if hasattr(fleet, "one") else None
+    gates = (((release or {}).get("spec", {}).get("values") or {}).get("controllerManager") or {}).get(
+        "featureGates") or []
+    return next((g.get("enabled", True) for g in gates if g.get("name") == "TopologyAwareScheduling"), True)
 
 
 def webhook(host_pod: dict[str, Any], fleet: Any) -> StepResult:
@@ -45,7 +72,13 @@ def webhook(host_pod: dict[str, Any], fleet: Any) -> StepResult:
     if QUEUE_LABEL not in labels:
         return StepResult(True, "not managed by Kueue (no queue-name)", pod, {"managed": False})
     labels["kueue.x-k8s.io/managed"] = "true"
-    pod["spec"]["schedulingGates"] = [*pod["spec"].get("schedulingGates", []), {"name": GATE}]
+    meta = pod["metadata"]
+    if FINALIZER not in meta.get("finalizers", []):
+        meta["finalizers"] = [*meta.get("finalizers", []), FINALIZER]
+    gates = [GATE, *([TOPOLOGY_GATE] if tas_feature(fleet) else [])]
+    have = [g["name"] for g in pod["spec"].get("schedulingGates", [])]
+    pod["spec"]["schedulingGates"] = [*pod["spec"].get("schedulingGates", []),
+                                      *({"name": g} for g in gates if g not in have)]
     return StepResult(True, f"gated for LocalQueue {labels[QUEUE_LABEL]}", pod, {"managed": True})
 
 
@@ -60,8 +93,15 @@ def admit(host_pod: dict[str, Any], fleet: Any) -> StepResult:
     gated = any(g["name"] == GATE for g in host_pod["spec"].get("schedulingGates", []))
     if not gated:
         if labels.get("kueue.x-k8s.io/managed") == "true":
-            return StepResult(True, "runs WITHOUT Kueue admission: its gate was removed before admission",
-                              host_pod, {"admitted": False, "bypassed": True})
+            # reconciler.go:653-662 + pod_controller.go:513-552: not suspended, Workload not admitted -> Stop.
+            stopped = copy.deepcopy(host_pod)
+            stopped.setdefault("status", {})["conditions"] = [
+                *stopped.get("status", {}).get("conditions", []),
+                {"type": "TerminationTarget", "status": "True", "reason": "NotAdmitted",
+                 "message": "Not admitted by cluster queue"}]
+            return StepResult(False, "Stopped: Not admitted by cluster queue (its scheduling gate was removed before "
+                              "admission: Kueue set TerminationTarget and DELETED the pod)", stopped,
+                              {"admitted": False, "deleted": True})
         return StepResult(True, "not managed by Kueue", host_pod, {"admitted": False})
     namespace = host_pod["metadata"]["namespace"]
     lq = fleet.one("LocalQueue", labels[QUEUE_LABEL], namespace)
@@ -88,12 +128,23 @@ def admit(host_pod: dict[str, Any], fleet: Any) -> StepResult:
             return StepResult(False, "couldn't assign flavors to pod set main: "
                               f"resource {name} unavailable in ClusterQueue", host_pod)
     pod = copy.deepcopy(host_pod)
+    flavors = {f["name"]: (fleet.one("ResourceFlavor", f["name"]) or {}).get("spec") or {}
+               for g in groups for f in g["flavors"]}
+    tas_flavors = {name for name, spec in flavors.items() if spec.get("topologyName")}
+    explicit = any(a in host_pod["metadata"].get("annotations", {}) for a in TOPOLOGY_ANNOTATIONS)
+    tas_only = bool(flavors) and set(flavors) == tas_flavors  # clusterqueue.go:741-750
+    tas_requested = explicit or tas_only
     for group in groups:
         asked = {r: v for r, v in requests.items() if r in group["coveredResources"]}
         if not asked:
             continue
         misses = []
         for flavor in group["flavors"]:
+            refusal = tas_mismatch(tas_requested, tas_only and not explicit, flavor["name"], flavors[flavor["name"]],
+                                   group["coveredResources"], requests)
+            if refusal:
+                misses.append(refusal)
+                continue
             quota = {r["name"]: r for r in flavor["resources"]}
             caps = {r: _maximum(fleet, cq, flavor["name"], quota[r]) for r in asked}
             over = [(r, v, caps[r]) for r, v in asked.items() if v > caps[r]]
@@ -109,10 +160,74 @@ def admit(host_pod: dict[str, Any], fleet: Any) -> StepResult:
                           f"podsets requests (0) + current podset request ({v:g}) > maximum capacity ({cap:g})")
         else:
             return StepResult(False, "couldn't assign flavors to pod set main: " + ", ".join(misses), host_pod)
-    pod["spec"]["schedulingGates"] = [g for g in pod["spec"]["schedulingGates"] if g["name"] != GATE]
+    topology = None
+    if tas_requested:
+        used = sorted({assigned[r] for r in assigned if assigned[r] in tas_flavors})
+        if not used:
+            return StepResult(False, "couldn't assign flavors to pod set main: no TAS flavor assigned", host_pod)
+        if len(used) > 1:
+            return StepResult(False, "couldn't assign flavors to pod set main: more than one TAS flavor assigned: "
+                              + ", ".join(used), host_pod)
+        delayed = set(cq["spec"].get("admissionChecks") or []) & set(getattr(fleet, "delaying_checks", ()))
+        if not delayed:
+            spec = flavors[used[0]]
+            fits = tas_fit(host_pod, spec, fleet)
+            if fits < size:
+                name = spec["topologyName"]
+                text = (f'topology "{name}" doesn\'t allow to fit any of {size} pod(s)' if fits == 0
+                        else f'topology "{name}" allows to fit only {fits} out of {size} pod(s)')
+                return StepResult(False, f"couldn't assign flavors to pod set main: {text}", host_pod)
+        topology = used[0]
+    # prepare() (pod_controller.go:1551-1563): the admission gate goes; the topology gate too unless TAS placed
+    # the pod (then Kueue's TopologyUngater lifts it once the assignment is written).
+    pod["spec"]["schedulingGates"] = [g for g in pod["spec"]["schedulingGates"]
+                                      if g["name"] not in (GATE, TOPOLOGY_GATE)]
     return StepResult(True, f"admitted by ClusterQueue {cq['metadata']['name']}", pod,
                       {"admitted": True, "cluster_queue": cq["metadata"]["name"], "flavors": assigned,
-                       "group_size": size})
+                       "group_size": size, "topology_flavor": topology})
+
+
+def tas_mismatch(requested: bool, implied: bool, name: str, spec: dict[str, Any], covered: list[str],
+                 requests: dict[str, float]) -> str:
+    """checkPodSetAndFlavorMatchForTAS (tas_flavorassigner.go:166-204): "" when the flavor may serve the pod set."""
+    if requested:
+        if implied:
+            return ""
+        if not spec.get("topologyName"):
+            if not any(r in covered for r in requests):
+                return ""
+            return f'Flavor "{name}" does not support TopologyAwareScheduling'
+        return ""
+    if spec.get("topologyName"):
+        return f'Flavor "{name}" supports only TopologyAwareScheduling'
+    return ""
+
+
+def _tolerates_all(tolerations: list[dict[str, Any]], taints: list[dict[str, Any]]) -> bool:
+    from .scheduler import tolerates
+
+    return all(tolerates(tolerations, t) for t in taints if t.get("effect") in ("NoSchedule", "NoExecute"))
+
+
+def tas_fit(pod: dict[str, Any], flavor: dict[str, Any], fleet: Any) -> int:
+    """How many of the pod set's pods the existing nodes hold: nodes with the flavor's nodeLabels and every
+    level of its Topology, whose taints the flavor's and the pod's tolerations cover, by allocatable."""
+    topo = fleet.one("Topology", flavor["topologyName"])
+    levels = [lvl["nodeLabel"] for lvl in (topo or {}).get("spec", {}).get("levels", [])]
+    wanted = flavor.get("nodeLabels") or {}
+    tolerations = [*pod["spec"].get("tolerations", []), *flavor.get("tolerations", [])]
+    single = requests_of(pod)
+    total = 0
+    for node in getattr(fleet, "nodes", []):
+        labels = node["metadata"].get("labels", {})
+        if any(labels.get(k) != v for k, v in wanted.items()) or any(lvl not in labels for lvl in levels):
+            continue
+        if not _tolerates_all(tolerations, node.get("spec", {}).get("taints", [])):
+            continue
+        allocatable = {k: quantity(v) for k, v in node.get("status", {}).get("allocatable", {}).items()}
+        per_node = min((int(allocatable.get(r, 0) // v) for r, v in single.items() if v > 0), default=0)
+        total += per_node
+    return total
 
 
 def _maximum(fleet: Any, cq: dict[str, Any], flavor: str, resource: dict[str, Any]) -> float:

@@ -34,23 +34,26 @@ def _baseline(pod: dict[str, Any]) -> list[str]:
 
 def _restricted(pod: dict[str, Any]) -> list[str]:
     psc, problems = pod["spec"].get("securityContext") or {}, []
+    # Since 1.25 the Linux-only checks (escalation, capabilities, seccomp) skip pods with spec.os.name windows
+    # (policy/check_*_restricted.go, v0.33.0).
+    linux = ((pod["spec"].get("os") or {}).get("name") or "linux") != "windows"
     for c in containers(pod):
         sc, name = c.get("securityContext") or {}, c["name"]
-        if sc.get("allowPrivilegeEscalation") is not False:
+        if linux and sc.get("allowPrivilegeEscalation") is not False:
             problems.append(f'allowPrivilegeEscalation != false (container "{name}" must set '
                             "securityContext.allowPrivilegeEscalation=false)")
         caps = sc.get("capabilities") or {}
-        if "ALL" not in caps.get("drop", []):
+        if linux and "ALL" not in caps.get("drop", []):
             problems.append(f'unrestricted capabilities (container "{name}" must set '
                             'securityContext.capabilities.drop=["ALL"])')
-        if set(caps.get("add", [])) - {"NET_BIND_SERVICE"}:
+        if linux and set(caps.get("add", [])) - {"NET_BIND_SERVICE"}:
             problems.append(f'unrestricted capabilities (container "{name}" adds more than NET_BIND_SERVICE)')
         if not sc.get("runAsNonRoot", psc.get("runAsNonRoot")):
             problems.append(f'runAsNonRoot != true (container "{name}" must set securityContext.runAsNonRoot=true)')
         if sc.get("runAsUser", psc.get("runAsUser")) == 0:
             problems.append(f'runAsUser=0 (container "{name}" must not set runAsUser=0)')
         seccomp = (sc.get("seccompProfile") or psc.get("seccompProfile") or {}).get("type")
-        if seccomp not in ("RuntimeDefault", "Localhost"):
+        if linux and seccomp not in ("RuntimeDefault", "Localhost"):
             problems.append(f'seccompProfile (container "{name}" must set securityContext.seccompProfile.type '
                             'to "RuntimeDefault" or "Localhost")')
     return problems

@@ -70,14 +70,28 @@ def syncer_keeps_host_gates(values: dict[str, Any]) -> bool:
     return bool(values.get("controlPlane", {}).get("statefulSet", {}).get("image"))
 
 
+def diff_gates(host: list[dict[str, Any]], virtual_old: list[dict[str, Any]], virtual: list[dict[str, Any]],
+               keeps_host_gates: bool) -> list[dict[str, Any]]:
+    """The host pod's schedulingGates after the syncer's Diff. The pinned release copies the virtual pod's
+    (loft-sh/vcluster@v0.36.1:pkg/controllers/resources/pods/translate/diff.go:163); a syncer with commit
+    3a272b45a keeps the gates the virtual pod never had (external, e.g. Kueue's) after the virtual ones."""
+    if not keeps_host_gates:
+        return [dict(g) for g in virtual]
+    previous = {g["name"] for g in virtual_old}
+    names = {g["name"] for g in virtual}
+    external = [g for g in host if g["name"] not in previous and g["name"] not in names]
+    return [*(dict(g) for g in virtual), *(dict(g) for g in external)]
+
+
 def resync(host_pod: dict[str, Any], fleet: Any) -> StepResult:
-    """The syncer's next Diff of the pod (any status change triggers one)."""
+    """The syncer's next Diff of the pod (any status change triggers one); the tenant set no gates."""
     values = fleet.vcluster_values(host_pod["metadata"]["namespace"])
     gates = host_pod["spec"].get("schedulingGates", [])
-    if not gates or syncer_keeps_host_gates(values):
+    after = diff_gates(gates, [], [], syncer_keeps_host_gates(values))
+    if after == gates:
         return StepResult(True, "host scheduling gates kept", host_pod)
     pod = copy.deepcopy(host_pod)
-    pod["spec"]["schedulingGates"] = []  # the virtual pod's gates: the tenant set none
+    pod["spec"]["schedulingGates"] = after
     return StepResult(True, f"vCluster syncer removed host gates {[g['name'] for g in gates]} "
                       "(loft-sh/vcluster#4106)", pod, {"gates_stripped": True})
 
@@ -112,3 +126,46 @@ def control_plane_pod(host_namespace: str, fleet: Any, defaults: dict[str, Any])
                             "resources": sts.get("resources", {})}],
         },
     })
+
+
+# loft-sh/vcluster@v0.36.1:pkg/coredns/coredns.go:95-113 -- the CoreDNS container runs as the syncer's own
+# UID/GID, or 1001 when the syncer runs as root.
+DEFAULT_UID = 1001
+
+
+def coredns_pod(host_namespace: str, fleet: Any, defaults: dict[str, Any]) -> dict[str, Any]:
+    """The virtual cluster's CoreDNS pod as vCluster's template renders it from the tenant's values
+    (loft-sh/vcluster@v0.36.1:pkg/coredns/template.go:203-268), in the virtual cluster's kube-system -- the
+    syncer then makes the host pod of it (`translate`). Follows the template's conditionals: the pod's
+    securityContext is `controlPlane.coredns.security.podSecurityContext`, else `{seccompProfile:
+    RuntimeDefault}` when `policies.podSecurityStandard` is set, else none; the container's is
+    `...containerSecurityContext`, else non-root as the syncer's UID, no escalation, drop ALL + add
+    NET_BIND_SERVICE, read-only root; nodeSelector `kubernetes.io/os: linux` plus the deployment's."""
+    values = _merge(defaults, fleet.vcluster_values(host_namespace))
+    dns = values["controlPlane"]["coredns"]
+    deployment, security = dns["deployment"], dns.get("security") or {}
+    pod_sc = security.get("podSecurityContext") or (
+        {"seccompProfile": {"type": "RuntimeDefault"}} if (values.get("policies") or {}).get("podSecurityStandard")
+        else None)
+    syncer_sc = (values["controlPlane"]["statefulSet"].get("security") or {}).get("containerSecurityContext") or {}
+    uid = syncer_sc.get("runAsUser") or DEFAULT_UID
+    gid = syncer_sc.get("runAsGroup") or DEFAULT_UID
+    container_sc = security.get("containerSecurityContext") or {
+        "runAsNonRoot": True, "runAsUser": uid, "runAsGroup": gid, "allowPrivilegeEscalation": False,
+        "capabilities": {"add": ["NET_BIND_SERVICE"], "drop": ["ALL"]}, "readOnlyRootFilesystem": True}
+    spec: dict[str, Any] = {
+        "priorityClassName": dns.get("priorityClassName", ""),
+        "serviceAccountName": "coredns",
+        "nodeSelector": {"kubernetes.io/os": "linux", **(deployment.get("nodeSelector") or {})},
+        "containers": [{"name": "coredns", "image": deployment.get("image") or "coredns/coredns",
+                        "resources": copy.deepcopy(deployment.get("resources") or {}),
+                        "securityContext": copy.deepcopy(container_sc)}],
+    }
+    if pod_sc:
+        spec["securityContext"] = copy.deepcopy(pod_sc)
+    if deployment.get("tolerations"):
+        spec["tolerations"] = copy.deepcopy(deployment["tolerations"])
+    labels = {"k8s-app": "vcluster-kube-dns", **((deployment.get("pods") or {}).get("labels") or {})}
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "coredns-5d8c6b6c7-abcde", "namespace": "kube-system", "labels": labels},
+            "spec": spec}
