@@ -26,7 +26,10 @@ KUEUE_FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/pytorch
                     "deployment")
 # Namespaces of the platform's own components: never mutated by HAMi's webhook.
 PLATFORM_NAMESPACES = ("kube-system", "flux-system", "kueue-system", "kai-scheduler", "hami-system", "keda",
-                       "kyverno", "monitoring", "karpenter")
+                       "kyverno", "monitoring", "karpenter", "gpu-operator")
+# HAMi's webhook is called only in tenant namespaces (chart value scheduler.admissionWebhook.namespaceSelector,
+# appended to the webhook's namespaceSelector by charts/hami/templates/scheduler/webhook.yaml:43-45 @v2.10.0).
+HAMI_WEBHOOK_SCOPE = {"key": TENANT_LABEL, "operator": "Exists"}
 
 
 @dataclass(frozen=True)
@@ -129,9 +132,14 @@ def values_of(component: Component, cat: Catalog) -> dict[str, Any]:
             "resourceCores": "nvidia.com/gpucores",
             "schedulerName": "hami-scheduler",
             # The webhook skips namespaces labelled hami.io/webhook=ignore (chart templates/scheduler/
-            # webhook.yaml); the platform's own namespaces are excluded by name as well.
+            # webhook.yaml); the platform's own namespaces are excluded by name as well. And it is called for
+            # tenant namespaces only (HAMI_WEBHOOK_SCOPE): HAMi denies any pod that asks for nvidia.com/gpu
+            # with `nodeName` already set ("pod has node assigned", HAMi@v2.10.0:pkg/scheduler/webhook.go:
+            # 106-112), which is exactly the GPU operator's validator pods (nvidia.com/gpu: 1, bound to their
+            # node), in whatever namespace the operator was installed.
             "scheduler": {"admissionWebhook": {"enabled": True, "manageNamespaceSelector": True,
-                                               "whitelistNamespaces": list(PLATFORM_NAMESPACES)}},
+                                               "whitelistNamespaces": list(PLATFORM_NAMESPACES),
+                                               "namespaceSelector": {"matchExpressions": [HAMI_WEBHOOK_SCOPE]}}},
         }
     return {}
 

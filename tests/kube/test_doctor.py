@@ -78,7 +78,8 @@ def healthy(kube: EmulatorThread, catalog) -> EmulatorThread:
         "metadata": {"name": "hami-webhook"},
         "webhooks": [{"name": "vgpu.hami.io", "namespaceSelector": {"matchExpressions": [
             {"key": "hami.io/webhook", "operator": "NotIn", "values": ["ignore"]},
-            {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": list(PLATFORM_NAMESPACES)}]}}]})
+            {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": list(PLATFORM_NAMESPACES)},
+            {"key": "gpufleet.io/tenant", "operator": "Exists"}]}}]})
     for pool in (m for m in render_platform(RenderContext.from_settings()) if m["kind"] == "NodePool"):
         put(kube, "karpenter.sh", "v1", "nodepools", pool)
     put(kube, "karpenter.k8s.aws", "v1", "ec2nodeclasses",
@@ -163,7 +164,8 @@ def test_broken_hami_karpenter_and_topology_are_found(healthy, tmp_path) -> None
     findings, failed = doctor(healthy, tmp_path)
     found = failures(findings)
     assert failed
-    assert {"hami/webhook", "hami/webhook/platform-namespaces", "karpenter/nodepool/h100-whole",
+    assert {"hami/webhook", "hami/webhook/platform-namespaces", "hami/webhook/tenant-namespaces",
+            "karpenter/nodepool/h100-whole",
             "karpenter/nodepool/h100-whole/nodeclass", "karpenter/nodepool/h100-hami/nodeclass",
             "topology/node/gpu-2", "crd/scaledobjects.keda.sh"} == set(found)
     assert "nvidia.com/gpu.product" in found["karpenter/nodepool/h100-whole"]["detail"]
