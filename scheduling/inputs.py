@@ -30,6 +30,8 @@ class FlavorSpec:
     node_labels: dict[str, str]
     tolerations: list[dict[str, Any]]
     taints: list[dict[str, Any]]
+    # Memory of one GPU of the model (GpuModel.memory_mib): A100 comes in 40 and 80 GB; 0 = not known.
+    gpu_memory_mib: int = 0
 
     @property
     def resources(self) -> list[str]:
@@ -196,6 +198,7 @@ def flavor_spec(flavor: Any) -> FlavorSpec:
         node_labels=dict(flavor.node_labels or {}),
         tolerations=list(flavor.tolerations or []),
         taints=list(flavor.taints or []),
+        gpu_memory_mib=flavor.gpu_model.memory_mib,
     )
 
 
