@@ -102,6 +102,8 @@ class Catalog:
     fair_sharing: bool = False
     # The serving image of platform-owned inference Deployments (scheduling.endpoints).
     vllm_image: str = "vllm/vllm-openai:v0.33.0"
+    # Where the platform's metrics scraper runs (GPUFLEET_MONITORING_NAMESPACE): Kueue's chart lets it scrape.
+    monitoring_namespace: str = "monitoring"
 
     def flavor(self, name: str) -> FlavorSpec | None:
         return next((f for f in self.flavors if f.name == name), None)
@@ -242,6 +244,7 @@ def _catalog_settings() -> dict[str, Any]:
         "node_class_kind": settings.GPUFLEET_KARPENTER_NODE_CLASS_KIND,
         "fair_sharing": settings.GPUFLEET_KUEUE_FAIR_SHARING,
         "vllm_image": getattr(settings, "GPUFLEET_VLLM_IMAGE", "") or Catalog.vllm_image,
+        "monitoring_namespace": settings.GPUFLEET_MONITORING_NAMESPACE,
     }
 
 

@@ -84,7 +84,9 @@ def kueue_configuration(cat: Catalog) -> dict[str, Any]:
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
         "health": {"healthProbeBindAddress": ":8081"},
-        "metrics": {"bindAddress": ":8443"},
+        # The capacity signals read kueue_cluster_queue_resource_usage (scheduling.fleetops.queues), which
+        # Kueue only reports with this on (apis/config/v1beta2/configuration_types.go:182-185 @v0.19.2).
+        "metrics": {"bindAddress": ":8443", "enableClusterQueueResources": True},
         "webhook": {"port": 9443},
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
         # Only pods/jobs that name a queue are Kueue's; the tenant's GPU pods get the label from a
@@ -116,6 +118,12 @@ def values_of(component: Component, cat: Catalog) -> dict[str, Any]:
             # pod, so the label is seen and the pod gated (chart value mutatingWebhook.reinvocationPolicy,
             # charts/kueue/templates/webhook/manifests.yaml, v0.19.2; the chart default is Never).
             "mutatingWebhook": {"reinvocationPolicy": "IfNeeded"},
+            # Nobody scrapes Kueue without this (chart default false, charts/kueue/values.yaml:10 @v0.19.2):
+            # the chart then renders a ServiceMonitor for its metrics Service and lets the scraper's
+            # namespace read the endpoints (templates/prometheus/monitor.yaml, role.yaml). The
+            # VictoriaMetrics operator converts ServiceMonitors into VMServiceScrapes.
+            "enablePrometheus": True,
+            "metrics": {"prometheusNamespace": cat.monitoring_namespace},
         }
     if component.name == "hami":
         return {

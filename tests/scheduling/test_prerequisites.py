@@ -141,3 +141,15 @@ def test_render_platform_shows_them(capsys) -> None:
     call_command("render", "--platform")
     kinds = [(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(capsys.readouterr().out) if d]
     assert ("HelmRelease", "kueue") in kinds and ("OCIRepository", "kai-scheduler") in kinds
+
+
+def test_kueue_is_scraped_and_reports_cluster_queue_usage(settings) -> None:
+    """The capacity alerts read kueue_admission_wait_time_seconds and kueue_cluster_queue_resource_usage:
+    the chart scrapes nothing by default (kueue@v0.19.2:charts/kueue/values.yaml:10 `enablePrometheus:
+    false`) and usage is reported only with metrics.enableClusterQueueResources
+    (apis/config/v1beta2/configuration_types.go:182-185)."""
+    settings.GPUFLEET_MONITORING_NAMESPACE = "observability"
+    values = releases()["kueue"]["spec"]["values"]
+    assert values["enablePrometheus"] is True
+    assert values["metrics"]["prometheusNamespace"] == "observability"
+    assert kueue_config()["metrics"]["enableClusterQueueResources"] is True
