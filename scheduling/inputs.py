@@ -104,6 +104,12 @@ class Catalog:
     vllm_image: str = "vllm/vllm-openai:v0.33.0"
     # Where the platform's metrics scraper runs (GPUFLEET_MONITORING_NAMESPACE): Kueue's chart lets it scrape.
     monitoring_namespace: str = "monitoring"
+    # Where inference endpoints download models from (GPUFLEET_MODEL_HUB_FQDNS): their only egress.
+    model_hub_fqdns: tuple[str, ...] = ("huggingface.co", "**.huggingface.co", "**.hf.co")
+    # OpenBao for the endpoints' Hugging Face token (External Secrets' vault provider); "" = not configured.
+    openbao_addr: str = ""
+    openbao_mount: str = "gpufleet"
+    openbao_kubernetes_auth: str = "kubernetes"
 
     def flavor(self, name: str) -> FlavorSpec | None:
         return next((f for f in self.flavors if f.name == name), None)
@@ -245,6 +251,10 @@ def _catalog_settings() -> dict[str, Any]:
         "fair_sharing": settings.GPUFLEET_KUEUE_FAIR_SHARING,
         "vllm_image": getattr(settings, "GPUFLEET_VLLM_IMAGE", "") or Catalog.vllm_image,
         "monitoring_namespace": settings.GPUFLEET_MONITORING_NAMESPACE,
+        "model_hub_fqdns": tuple(settings.GPUFLEET_MODEL_HUB_FQDNS),
+        "openbao_addr": settings.GPUFLEET_OPENBAO_ADDR,
+        "openbao_mount": settings.GPUFLEET_OPENBAO_MOUNT,
+        "openbao_kubernetes_auth": settings.GPUFLEET_OPENBAO_KUBERNETES_AUTH,
     }
 
 

@@ -328,6 +328,9 @@ GPUFLEET_TOPOLOGY_LEVELS = env_list(
     "GPUFLEET_TOPOLOGY_LEVELS", ["gpufleet.io/topology-block", "gpufleet.io/topology-rack", "kubernetes.io/hostname"]
 )
 GPUFLEET_BUSINESS_TIMEZONE = env("GPUFLEET_BUSINESS_TIMEZONE", "UTC")
+# The model hub inference endpoints download weights from: their serving pods may reach these names (port 443)
+# and nothing else outside the cluster, whatever the tenant's trust level (scheduling.endpoints).
+GPUFLEET_MODEL_HUB_FQDNS = env_list("GPUFLEET_MODEL_HUB_FQDNS", ["huggingface.co", "**.huggingface.co", "**.hf.co"])
 GPUFLEET_KARPENTER_NODE_CLASS_GROUP = env("GPUFLEET_KARPENTER_NODE_CLASS_GROUP", "karpenter.k8s.aws")
 GPUFLEET_KARPENTER_NODE_CLASS_KIND = env("GPUFLEET_KARPENTER_NODE_CLASS_KIND", "EC2NodeClass")
 
