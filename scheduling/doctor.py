@@ -94,6 +94,10 @@ def check_kueue_config(read: Read, cat: Catalog) -> list[Finding]:
                          f"is {actual.get('managedJobsNamespaceSelector')!r}: pod integrations would act outside "
                          "tenant namespaces (or not in them)",
                          f"set it to {wanted['managedJobsNamespaceSelector']!r}"))
+    if not (actual.get("metrics") or {}).get("enableClusterQueueResources"):
+        out.append(_fail(f"{check}/metrics", "metrics.enableClusterQueueResources is off: Kueue reports no "
+                         "kueue_cluster_queue_resource_usage, so the expansion-review alert never fires",
+                         "set metrics.enableClusterQueueResources: true"))
     frameworks = set((actual.get("integrations") or {}).get("frameworks") or [])
     missing = [f for f in KUEUE_FRAMEWORKS if f not in frameworks]
     if missing:

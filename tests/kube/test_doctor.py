@@ -135,6 +135,7 @@ def test_a_misconfigured_kueue_is_named_with_its_fix(healthy, tmp_path, settings
     config = kueue_configuration(load_catalog()["scheduling"])
     config["manageJobsWithoutQueueName"] = True
     config["integrations"]["frameworks"].remove("statefulset")
+    config["metrics"] = {"bindAddress": ":8443"}  # Kueue's default: no ClusterQueue usage metrics
     put(healthy, "", "v1", "configmaps", {
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "kueue-manager-config", "namespace": "kueue-system"},
@@ -144,7 +145,7 @@ def test_a_misconfigured_kueue_is_named_with_its_fix(healthy, tmp_path, settings
     found = failures(findings)
     assert failed
     assert set(found) == {"kueue/configuration/manageJobsWithoutQueueName", "kueue/configuration/integrations",
-                          "kueue/configuration/fairSharing"}
+                          "kueue/configuration/fairSharing", "kueue/configuration/metrics"}
     assert "statefulset" in found["kueue/configuration/integrations"]["detail"]
     assert found["kueue/configuration/manageJobsWithoutQueueName"]["fix"] == "set manageJobsWithoutQueueName: false"
 
