@@ -760,6 +760,13 @@ def set_sla_tier(name: Any, **fields: Any) -> SlaTier:
                 "a pre-warm needs both a start and an end"]
         if values["polling_seconds"] == 0:
             errors["polling_seconds"] = ["must be at least 1"]
+        if values["min_replicas"] == 0 and not values["prewarm_start"] and "prewarm_start" not in errors:
+            # KEDA activates a ScaledObject at zero replicas only on a trigger that is active then
+            # (keda@v2.20.2:pkg/scalers/prometheus_scaler.go:319 value > activationThreshold); a vLLM that
+            # does not run exports no queue depth (empty result = 0 with ignoreNullValues), so only the
+            # cron window (pkg/scalers/cron_scaler.go:135-151) can wake it.
+            errors["prewarm_start"] = ["a tier that scales to zero needs a pre-warm window: at zero replicas vLLM "
+                                       "exports no queue depth, so nothing else wakes the endpoint"]
     if errors:
         raise ActionError(errors)
     with transaction.atomic():

@@ -39,6 +39,10 @@ class SchedulingConfig(AppConfig):
             reconcile.PLATFORM_STATUS_HOOKS.append(delivery.record_platform)
         if delivery.placement_chunk not in reconcile.CHUNK_SCOPES:
             reconcile.CHUNK_SCOPES.append(delivery.placement_chunk)
+        from tenants.isolation import kubeconfig
+
+        if delivery.kubeconfig_placements not in kubeconfig.PLACEMENT_PROVIDERS:
+            kubeconfig.PLACEMENT_PROVIDERS.append(delivery.kubeconfig_placements)
         if delivery.reserved_pools_values not in tenant_render.VCLUSTER_VALUES_HOOKS:
             tenant_render.VCLUSTER_VALUES_HOOKS.append(delivery.reserved_pools_values)
         from tenants import backends

@@ -30,8 +30,12 @@ SLA_TIERS = {
     },
     "batch": {
         "min_replicas": 0, "max_replicas": 4, "cooldown_seconds": 3600, "polling_seconds": 60,
-        "prewarm_start": "", "prewarm_end": "", "prewarm_replicas": 1,
-        "description": "scales to zero after an hour idle; cold starts are acceptable",
+        # A nightly batch window (00:00-06:00) is what wakes it: at zero replicas vLLM exports no queue depth,
+        # so the queue triggers read 0 and never activate (scheduling.actions.set_sla_tier refuses such a tier;
+        # migration 0010 gives an existing batch row this window).
+        "prewarm_start": "0 0 * * *", "prewarm_end": "0 6 * * *", "prewarm_replicas": 1,
+        "description": "runs in the nightly batch window (00:00-06:00) and while busy; scales to zero after "
+                       "an hour idle",
     },
 }
 

@@ -212,6 +212,15 @@ def kube_clusters() -> tuple[list[tuple[str, str, str, str]], str]:
     return rows, local
 
 
+def kubeconfig_placements(tenant: Any) -> list[tuple[str, bool]]:
+    """tenants.isolation.kubeconfig.PLACEMENT_PROVIDERS: (cluster, home) for each placement that runs the
+    tenant's vCluster -- not one the cluster refuses for the tenant's trust level (nothing is rendered there)."""
+    from .models_clusters import Placement
+
+    rows = Placement.objects.filter(tenant_id=tenant.pk).select_related("cluster").order_by("cluster__name")
+    return [(p.cluster.name, p.home) for p in rows if p.cluster.allows_trust(tenant.trust_level)]
+
+
 def reserved_pools_values(view: TenantView, ctx: RenderContext, values: dict[str, Any]) -> None:
     """tenants.render.VCLUSTER_VALUES_HOOKS: pods the tenant's vCluster syncs tolerate the node pools of its home
     cluster reserved for its trust level -- and no others (pure; nothing added when no pool is reserved)."""

@@ -33,7 +33,8 @@ ENDPOINTS = [
 @seeder
 def seed_catalog(users: dict[str, Any], tenants: dict[str, Any]) -> None:
     if not GpuModel.objects.filter(name="a100-80gb").exists():
-        actions.create_gpu_model("a100-80gb", "NVIDIA A100-SXM4-80GB", 81920)
+        # node label: GPU feature discovery's nvidia.com/gpu.product for this card, so the ResourceFlavor pins it.
+        actions.create_gpu_model("a100-80gb", "NVIDIA A100-SXM4-80GB", 81920, "NVIDIA-A100-SXM4-80GB")
     for name, mode, extra, capacity in FLAVORS:
         if not Flavor.objects.filter(name=name).exists():
             actions.create_flavor(name, gpu_model="a100-80gb", mode=mode, capacity=capacity, **extra)

@@ -20,6 +20,7 @@ from . import nodepools
 from .inputs import Catalog
 from .prerequisites import (
     COMPONENTS,
+    HAMI_WEBHOOK_SCOPE,
     KARPENTER,
     KUEUE_FRAMEWORKS,
     PLATFORM_NAMESPACES,
@@ -93,6 +94,10 @@ def check_kueue_config(read: Read, cat: Catalog) -> list[Finding]:
                          f"is {actual.get('managedJobsNamespaceSelector')!r}: pod integrations would act outside "
                          "tenant namespaces (or not in them)",
                          f"set it to {wanted['managedJobsNamespaceSelector']!r}"))
+    if not (actual.get("metrics") or {}).get("enableClusterQueueResources"):
+        out.append(_fail(f"{check}/metrics", "metrics.enableClusterQueueResources is off: Kueue reports no "
+                         "kueue_cluster_queue_resource_usage, so the expansion-review alert never fires",
+                         "set metrics.enableClusterQueueResources: true"))
     frameworks = set((actual.get("integrations") or {}).get("frameworks") or [])
     missing = [f for f in KUEUE_FRAMEWORKS if f not in frameworks]
     if missing:
@@ -125,11 +130,16 @@ def check_hami_webhook(read: Read, cat: Catalog) -> list[Finding]:
                                     "rewrites whole-GPU pods of standard/untrusted tenants (gpucores, "
                                     "hami-scheduler)", "set scheduler.admissionWebhook.manageNamespaceSelector: true"))
         names = next((e.get("values", []) for e in expressions if e.get("key") == "kubernetes.io/metadata.name"), [])
+        if HAMI_WEBHOOK_SCOPE not in expressions:
+            out.append(_fail(f"{check}/tenant-namespaces", "the webhook is called outside tenant namespaces: it "
+                             "denies the GPU operator's validator pods (nodeName set, nvidia.com/gpu)",
+                             "set scheduler.admissionWebhook.namespaceSelector.matchExpressions to "
+                             f"[{{key: {HAMI_WEBHOOK_SCOPE['key']}, operator: Exists}}]"))
         skipped = [ns for ns in PLATFORM_NAMESPACES if ns not in names]
         if skipped:
             out.append(_fail(f"{check}/platform-namespaces", f"mutates pods in {', '.join(skipped)}",
                              "set scheduler.admissionWebhook.whitelistNamespaces to the platform namespaces"))
-    return out or [_ok(check, "skips ignored and platform namespaces")]
+    return out or [_ok(check, "tenant namespaces only; skips ignored and platform namespaces")]
 
 
 def check_node_pools(read: Read, cat: Catalog) -> list[Finding]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from infra.manifests import Manifest
+from tenants.isolation.network import SYNCED_MARKER
 
 from .inputs import Catalog, EndpointSpec
 
@@ -32,6 +33,20 @@ VLLM_PORT = 8000
 # The tenant's GPU LocalQueue (issue 15: named so LocalQueue defaulting does not capture other pods).
 GPU_QUEUE = "gpu"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+# What vLLM writes at run time, all on emptyDirs because the pod runs as UID 1000 with no home of its own
+# (the image's HOME is root's): HOME (triton's ~/.triton, torch's ~/.cache fallbacks), XDG_CACHE_HOME (vLLM's
+# VLLM_CACHE_ROOT defaults to $XDG_CACHE_HOME/vllm: compile caches), HF_HOME (model weights) and /tmp.
+HOME_DIR = "/home/vllm"
+CACHE_DIR = "/cache"
+# The tenant's Hugging Face token: a file huggingface_hub reads through HF_TOKEN_PATH (gated models). The
+# Secret is written by External Secrets from the tenant's own OpenBao path (hf_token_objects), and mounted
+# optional: public models need no token, and a tenant without one still serves.
+HF_TOKEN_SECRET = "gpufleet-hf-token"
+HF_TOKEN_KEY = "token"
+HF_TOKEN_DIR = "/var/run/secrets/huggingface"
+HF_TOKEN_REMOTE = "huggingface"  # below the tenant's KV path: <mount>/tenants/<slug>/huggingface, key token
+EXTERNAL_SECRETS = "external-secrets.io/v1"
+OPENBAO_STORE = "gpufleet-openbao"
 # Metrics the triggers read (reference vllm-metrics.md, vLLM 0.33.0).
 QUEUE_METRIC = "vllm:num_requests_waiting"
 KV_CACHE_METRIC = "vllm:kv_cache_usage_perc"
@@ -73,7 +88,10 @@ def serving_deployment(meta: dict[str, Any], endpoint: EndpointSpec, image: str,
                         "image": image,
                         "args": ["--model", endpoint.model, "--served-model-name", endpoint.model,
                                  "--port", str(VLLM_PORT)],
-                        "env": [{"name": "HF_HOME", "value": "/cache"}],
+                        "env": [{"name": "HOME", "value": HOME_DIR},
+                                {"name": "XDG_CACHE_HOME", "value": CACHE_DIR},
+                                {"name": "HF_HOME", "value": f"{CACHE_DIR}/huggingface"},
+                                {"name": "HF_TOKEN_PATH", "value": f"{HF_TOKEN_DIR}/{HF_TOKEN_KEY}"}],
                         "ports": [{"name": "http", "containerPort": VLLM_PORT}],
                         "readinessProbe": {"httpGet": {"path": "/health", "port": "http"},
                                            "periodSeconds": 10},
@@ -83,15 +101,60 @@ def serving_deployment(meta: dict[str, Any], endpoint: EndpointSpec, image: str,
                         },
                         "securityContext": {"allowPrivilegeEscalation": False,
                                             "capabilities": {"drop": ["ALL"]}},
-                        "volumeMounts": [{"name": "cache", "mountPath": "/cache"},
+                        "volumeMounts": [{"name": "home", "mountPath": HOME_DIR},
+                                         {"name": "cache", "mountPath": CACHE_DIR},
+                                         {"name": "tmp", "mountPath": "/tmp"},  # noqa: S108 - a mount path, not a temp file
+                                         {"name": "hf-token", "mountPath": HF_TOKEN_DIR, "readOnly": True},
                                          {"name": "shm", "mountPath": "/dev/shm"}],  # noqa: S108 - a mount path, not a temp file
                     }],
-                    "volumes": [{"name": "cache", "emptyDir": {}},
+                    "volumes": [{"name": "home", "emptyDir": {}},
+                                {"name": "cache", "emptyDir": {}},
+                                {"name": "tmp", "emptyDir": {}},
+                                {"name": "hf-token", "secret": {
+                                    "secretName": HF_TOKEN_SECRET, "optional": True,
+                                    "items": [{"key": HF_TOKEN_KEY, "path": HF_TOKEN_KEY}]}},
                                 {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}}],
                 },
             },
         },
     }
+
+
+def hf_token_objects(metadata_of: Any, slug: str, cat: Catalog) -> list[Manifest]:
+    """The tenant's Hugging Face token from OpenBao into HF_TOKEN_SECRET (External Secrets v2.9, vault
+    provider, which OpenBao speaks). The SecretStore logs in with Kubernetes auth as the namespace's default
+    service account: the tenant's OpenBao role is bound to every service account of its host namespace
+    (infra.openbao.ensure_tenant) and its policy reaches only <mount>/tenants/<slug>/. Nothing without OpenBao."""
+    if not cat.openbao_addr:
+        return []
+    store = {"apiVersion": EXTERNAL_SECRETS, "kind": "SecretStore", "metadata": metadata_of(OPENBAO_STORE),
+             "spec": {"provider": {"vault": {
+                 "server": cat.openbao_addr, "path": cat.openbao_mount, "version": "v2",
+                 "auth": {"kubernetes": {"mountPath": cat.openbao_kubernetes_auth, "role": f"gpufleet-tenant-{slug}",
+                                         "serviceAccountRef": {"name": "default"}}}}}}}
+    secret = {"apiVersion": EXTERNAL_SECRETS, "kind": "ExternalSecret", "metadata": metadata_of(HF_TOKEN_SECRET),
+              "spec": {"refreshInterval": "1h", "secretStoreRef": {"name": OPENBAO_STORE, "kind": "SecretStore"},
+                       "target": {"name": HF_TOKEN_SECRET, "creationPolicy": "Owner"},
+                       "data": [{"secretKey": HF_TOKEN_KEY,
+                                 "remoteRef": {"key": f"tenants/{slug}/{HF_TOKEN_REMOTE}",
+                                               "property": HF_TOKEN_KEY}}]}}
+    return [store, secret]
+
+
+def model_hub_egress(meta: dict[str, Any], cat: Catalog) -> Manifest:
+    """The serving pods may reach the model hub over HTTPS -- and only they, only there. An untrusted tenant
+    has no world egress (tenants.isolation.network), so without this vLLM cannot download its model. Names
+    resolve through Cilium's DNS proxy (the tenant's gpufleet-dns rule), which toFQDNs needs."""
+    names = [{"matchPattern": n} if "*" in n else {"matchName": n} for n in cat.model_hub_fqdns]
+    return {"apiVersion": "cilium.io/v2", "kind": "CiliumNetworkPolicy", "metadata": meta,
+            "spec": {"description": "inference endpoints download models from the model hub",
+                     # The platform's serving pods only: a pod the tenant's vCluster synced could copy these
+                     # labels, but never drops the syncer's own marker (tenants.isolation.network).
+                     "endpointSelector": {"matchLabels": {"app.kubernetes.io/name": "vllm"}, "matchExpressions": [
+                         {"key": ENDPOINT_LABEL, "operator": "Exists"},
+                         {"key": SYNCED_MARKER, "operator": "DoesNotExist"}]},
+                     "egress": [{"toFQDNs": names,
+                                 "toPorts": [{"ports": [{"port": "443", "protocol": "TCP"}]}]}]}}
 
 
 def service(meta: dict[str, Any], endpoint: EndpointSpec) -> Manifest:

@@ -30,6 +30,8 @@ class FlavorSpec:
     node_labels: dict[str, str]
     tolerations: list[dict[str, Any]]
     taints: list[dict[str, Any]]
+    # Memory of one GPU of the model (GpuModel.memory_mib): A100 comes in 40 and 80 GB; 0 = not known.
+    gpu_memory_mib: int = 0
 
     @property
     def resources(self) -> list[str]:
@@ -105,6 +107,14 @@ class Catalog:
     cpu_instance_types: tuple[str, ...] = ("m7i.large", "m7i.xlarge", "m7i.2xlarge")
     cpu_node_class: str = "default"
     cpu_pool_limit: int = 16
+    # Where the platform's metrics scraper runs (GPUFLEET_MONITORING_NAMESPACE): Kueue's chart lets it scrape.
+    monitoring_namespace: str = "monitoring"
+    # Where inference endpoints download models from (GPUFLEET_MODEL_HUB_FQDNS): their only egress.
+    model_hub_fqdns: tuple[str, ...] = ("huggingface.co", "**.huggingface.co", "**.hf.co")
+    # OpenBao for the endpoints' Hugging Face token (External Secrets' vault provider); "" = not configured.
+    openbao_addr: str = ""
+    openbao_mount: str = "gpufleet"
+    openbao_kubernetes_auth: str = "kubernetes"
 
     def flavor(self, name: str) -> FlavorSpec | None:
         return next((f for f in self.flavors if f.name == name), None)
@@ -201,6 +211,7 @@ def flavor_spec(flavor: Any) -> FlavorSpec:
         node_labels=dict(flavor.node_labels or {}),
         tolerations=list(flavor.tolerations or []),
         taints=list(flavor.taints or []),
+        gpu_memory_mib=flavor.gpu_model.memory_mib,
     )
 
 
@@ -247,6 +258,11 @@ def _catalog_settings() -> dict[str, Any]:
         "cpu_instance_types": tuple(settings.GPUFLEET_CPU_POOL_INSTANCE_TYPES),
         "cpu_node_class": settings.GPUFLEET_CPU_POOL_NODE_CLASS,
         "cpu_pool_limit": settings.GPUFLEET_CPU_POOL_CPU_LIMIT,
+        "monitoring_namespace": settings.GPUFLEET_MONITORING_NAMESPACE,
+        "model_hub_fqdns": tuple(settings.GPUFLEET_MODEL_HUB_FQDNS),
+        "openbao_addr": settings.GPUFLEET_OPENBAO_ADDR,
+        "openbao_mount": settings.GPUFLEET_OPENBAO_MOUNT,
+        "openbao_kubernetes_auth": settings.GPUFLEET_OPENBAO_KUBERNETES_AUTH,
     }
 
 

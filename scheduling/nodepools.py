@@ -37,6 +37,11 @@ GPUS_PER_NODE = "gpufleet.io/gpus-per-node"
 DEDICATED_LABEL = "gpufleet.io/dedicated-tenant"  # same key as tenants.isolation.policy.DEDICATED_POOL_LABEL
 AWS_NODE_CLASS_GROUP = "karpenter.k8s.aws"
 AWS_GPU_NAME = "karpenter.k8s.aws/instance-gpu-name"  # karpenter-provider-aws pkg/apis/v1/labels.go
+# Per-GPU memory in MiB (karpenter-provider-aws@v1.14.1:pkg/apis/v1/labels.go:163, value from EC2's
+# GpuInfo.Gpus[0].MemoryInfo.SizeInMiB, pkg/providers/instancetype/types.go:276). The GPU name alone is the
+# family: p4d.24xlarge and p4de.24xlarge are both `a100`, with 40960 and 81920 MiB
+# (website/content/en/docs/reference/instance-types.md:25174,25210 @v1.14.1).
+AWS_GPU_MEMORY = "karpenter.k8s.aws/instance-gpu-memory"
 # Labels every node has without the pool setting them: the kubelet's hostname, and the offering's
 # zone/region that Karpenter writes (labels.go WellKnownLabelsForOfferings).
 AUTOMATIC_LABELS = frozenset({"kubernetes.io/hostname", "topology.kubernetes.io/zone",
@@ -115,6 +120,9 @@ def requirements(pool: NodePoolSpec, cat: Catalog) -> list[dict[str, Any]]:
                     "values": sorted(pool.instance_types)})
     if cat.node_class_group == AWS_NODE_CLASS_GROUP:
         out.append({"key": AWS_GPU_NAME, "operator": "In", "values": [gpu_family(pool.flavor)]})
+        if pool.flavor.gpu_memory_mib:
+            # The exact model: without it an `a100-80gb` pool may launch 40 GB A100s (p4d).
+            out.append({"key": AWS_GPU_MEMORY, "operator": "In", "values": [str(pool.flavor.gpu_memory_mib)]})
     return out
 
 

@@ -27,7 +27,10 @@ KUEUE_FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/pytorch
                     "deployment")
 # Namespaces of the platform's own components: never mutated by HAMi's webhook.
 PLATFORM_NAMESPACES = ("kube-system", "flux-system", "kueue-system", "kai-scheduler", "hami-system", "keda",
-                       "kyverno", "monitoring", "karpenter")
+                       "kyverno", "monitoring", "karpenter", "gpu-operator")
+# HAMi's webhook is called only in tenant namespaces (chart value scheduler.admissionWebhook.namespaceSelector,
+# appended to the webhook's namespaceSelector by charts/hami/templates/scheduler/webhook.yaml:43-45 @v2.10.0).
+HAMI_WEBHOOK_SCOPE = {"key": TENANT_LABEL, "operator": "Exists"}
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,9 @@ def kueue_configuration(cat: Catalog) -> dict[str, Any]:
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
         "health": {"healthProbeBindAddress": ":8081"},
-        "metrics": {"bindAddress": ":8443"},
+        # The capacity signals read kueue_cluster_queue_resource_usage (scheduling.fleetops.queues), which
+        # Kueue only reports with this on (apis/config/v1beta2/configuration_types.go:182-185 @v0.19.2).
+        "metrics": {"bindAddress": ":8443", "enableClusterQueueResources": True},
         "webhook": {"port": 9443},
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
         # Only pods/jobs that name a queue are Kueue's; the tenant's GPU pods get the label from a
@@ -114,6 +119,12 @@ def values_of(component: Component, cat: Catalog) -> dict[str, Any]:
             # pod, so the label is seen and the pod gated (chart value mutatingWebhook.reinvocationPolicy,
             # charts/kueue/templates/webhook/manifests.yaml, v0.19.2; the chart default is Never).
             "mutatingWebhook": {"reinvocationPolicy": "IfNeeded"},
+            # Nobody scrapes Kueue without this (chart default false, charts/kueue/values.yaml:10 @v0.19.2):
+            # the chart then renders a ServiceMonitor for its metrics Service and lets the scraper's
+            # namespace read the endpoints (templates/prometheus/monitor.yaml, role.yaml). The
+            # VictoriaMetrics operator converts ServiceMonitors into VMServiceScrapes.
+            "enablePrometheus": True,
+            "metrics": {"prometheusNamespace": cat.monitoring_namespace},
         }
     if component.name == "hami":
         return {
@@ -130,9 +141,14 @@ def values_of(component: Component, cat: Catalog) -> dict[str, Any]:
             "resourceCores": "nvidia.com/gpucores",
             "schedulerName": "hami-scheduler",
             # The webhook skips namespaces labelled hami.io/webhook=ignore (chart templates/scheduler/
-            # webhook.yaml); the platform's own namespaces are excluded by name as well.
+            # webhook.yaml); the platform's own namespaces are excluded by name as well. And it is called for
+            # tenant namespaces only (HAMI_WEBHOOK_SCOPE): HAMi denies any pod that asks for nvidia.com/gpu
+            # with `nodeName` already set ("pod has node assigned", HAMi@v2.10.0:pkg/scheduler/webhook.go:
+            # 106-112), which is exactly the GPU operator's validator pods (nvidia.com/gpu: 1, bound to their
+            # node), in whatever namespace the operator was installed.
             "scheduler": {"admissionWebhook": {"enabled": True, "manageNamespaceSelector": True,
-                                               "whitelistNamespaces": list(PLATFORM_NAMESPACES)}},
+                                               "whitelistNamespaces": list(PLATFORM_NAMESPACES),
+                                               "namespaceSelector": {"matchExpressions": [HAMI_WEBHOOK_SCOPE]}}},
             # The device plugin runs where `devicePlugin.nvidiaNodeSelector` says, tolerating only
             # `devicePlugin.tolerations` (Project-HAMi/HAMi@v2.10.0:charts/hami/templates/device-plugin/
             # daemonsetnvidia.yaml:257-262). The chart's defaults, `gpu: "on"` and none

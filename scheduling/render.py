@@ -340,6 +340,9 @@ def render_tenant_scheduling(view: TenantView, ctx: RenderContext) -> list[Manif
         out.append(kai)
     for endpoint in sched.endpoints:
         out.extend(endpoint_manifests(view, cat, endpoint))
+    if sched.endpoints:  # what every serving pod of the tenant needs: the token and the way to the hub
+        out.extend(endpoints.hf_token_objects(lambda name: metadata(view, name), view.slug, cat))
+        out.append(endpoints.model_hub_egress(metadata(view, "gpufleet-model-hub"), cat))
     placement = of_view(view).placement
     if placement.node_selector:
         # Dedicated nodes (untrusted): pools carrying the tenant's label and taint, or its pods never get

@@ -329,8 +329,10 @@ VCLUSTER_VALUES_HOOKS: list[Callable[[TenantView, RenderContext, dict[str, Any]]
 
 @tenant_section("vcluster")
 def render_vcluster(view: TenantView, ctx: RenderContext) -> list[Manifest]:
-    if not view.extra.get("home", True):  # the control plane runs on the home cluster only
-        return []
+    # Every placement runs a vCluster: it is how the tenant's kubectl reaches that cluster at all. vCluster
+    # v0.36.1 syncs pods, not Jobs, to the host (chart values.schema.json SyncToHost), so work created on the
+    # home vCluster never reaches another cluster's queue; a vCluster there syncs its pods into that
+    # cluster's tenant namespace, where its LocalQueue `gpu` and its quota on that cluster apply.
     return [
         {
             "apiVersion": "helm.toolkit.fluxcd.io/v2",

@@ -64,12 +64,26 @@ def _queues(fq: FlavorQueues) -> str:
 
 
 def wait_expr(fq: FlavorQueues, cfg: SignalSettings) -> str:
-    """The flavor's worst p-quantile admission wait (s) among its ClusterQueues with pending workloads."""
+    """The flavor's worst p-quantile admission wait (s) among its ClusterQueues with pending workloads.
+
+    Kueue observes `kueue_admission_wait_time_seconds` when it admits a workload, so a ClusterQueue that
+    admitted nothing in the window has all-zero bucket increases and `histogram_quantile` is NaN there
+    (Prometheus' documented behaviour for an empty histogram); NaN compares false, so the worst case -- a
+    queue where nothing gets in at all -- never alerted. `>= 0` drops the NaN, and a stalled queue (workloads
+    pending a whole threshold ago and ever since, none admitted meanwhile: the oldest has waited at least
+    the threshold) counts as waiting exactly the threshold."""
     sel = f'cluster_queue=~"{_queues(fq)}"'
     quantile = (f"histogram_quantile({cfg.wait_quantile}, sum by (cluster_queue, le) "
                 f"(max by (cluster_queue, le, priority_class) (increase({WAIT}{{{sel}}}[{cfg.wait_window}]))))")
     pending = f"(max by (cluster_queue) ({PENDING}{{{sel}}}) > 0)"
-    return f"max(({quantile}) and on (cluster_queue) {pending})"
+    span = f"{cfg.wait_seconds}s"
+    admitted = (f'(sum by (cluster_queue) (max by (cluster_queue, priority_class) '
+                f'(increase({WAIT}{{{sel},le="+Inf"}}[{span}]))) > 0)')
+    stalled = (f"((min_over_time((max by (cluster_queue) ({PENDING}{{{sel}}}))[{span}:1m]) > 0) "
+               f"and on (cluster_queue) (max by (cluster_queue) ({PENDING}{{{sel}}} offset {span}) > 0) "
+               f"unless on (cluster_queue) {admitted})")
+    return (f"max((({quantile}) >= 0 and on (cluster_queue) {pending}) "
+            f"or on (cluster_queue) ({stalled} * 0 + {cfg.wait_seconds}))")
 
 
 def allocation_expr(fq: FlavorQueues, cfg: SignalSettings) -> str:
@@ -83,7 +97,7 @@ def rules(flavors: Sequence[FlavorQueues], cfg: SignalSettings) -> list[dict[str
     for fq in flavors:
         out.append({
             "alert": "GpuFleetAddCapacity",
-            "expr": f"{wait_expr(fq, cfg)} > {cfg.wait_seconds}",
+            "expr": f"{wait_expr(fq, cfg)} >= {cfg.wait_seconds}",
             "labels": {"severity": "warning", "flavor": fq.flavor},
             "annotations": {
                 "summary": f"Add capacity for flavor {fq.flavor}",
@@ -126,7 +140,7 @@ def evaluate(client: InstantQuerier, flavors: Iterable[FlavorQueues], cfg: Signa
     for fq in flavors:
         for series in client.instant(wait_expr(fq, cfg), at):
             wait = series.value
-            if wait.is_finite() and wait > cfg.wait_seconds:
+            if wait.is_finite() and wait >= cfg.wait_seconds:
                 out.append(Signal("add-capacity", fq.flavor, wait,
                                   f"Add capacity for flavor {fq.flavor}: p{int(cfg.wait_quantile * 100)} queue "
                                   f"wait {wait:.0f} s over {cfg.wait_window} (threshold {cfg.wait_seconds} s)."))

@@ -6,14 +6,30 @@ from typing import Any
 
 from tenants.render import RenderContext, platform_metadata, platform_section
 
+from ..models_clusters import DEFAULT_CLUSTER
 from .queues import SignalSettings, rule_object
 from .service import FLEETOPS_KEY
 
 
+def rule_cluster(ctx: RenderContext) -> str | None:
+    """The cluster that carries the fleet-wide rules: `default` (where gpufleet runs) if it is a host cluster,
+    else the first by name; None for the single root layout (no clusters)."""
+    names = sorted(c.name for c in ctx.extra.get("clusters") or ())
+    if not names:
+        return None
+    return DEFAULT_CLUSTER if DEFAULT_CLUSTER in names else names[0]
+
+
 @platform_section("fleetops")
 def render_capacity_rules(ctx: RenderContext) -> list[dict[str, Any]]:
+    """The rules are fleet-wide: every flavor's capacity against every ClusterQueue with quota in it. Rendered
+    into each cluster's tree, each cluster's ruler would fire the same alert again (one metrics store behind
+    GPUFLEET_METRICS_URL) or compare its own usage with the whole fleet's capacity (one store per cluster).
+    So they go to one cluster only (rule_cluster)."""
     inputs = ctx.extra.get(FLEETOPS_KEY)
     if not inputs or not inputs["flavors"]:
+        return []
+    if ctx.extra.get("cluster") not in (None, rule_cluster(ctx)):
         return []
     meta = platform_metadata("gpufleet-capacity", inputs["namespace"])
     manifest = rule_object(inputs["kind"], inputs["namespace"], inputs["flavors"], inputs["signals"], meta["labels"])

@@ -36,12 +36,15 @@ class IsolationSettings:
     def group(self, slug: str, role: str) -> str:
         return self.group_template.format(slug=slug, role=role)
 
-    def server_url(self, slug: str) -> str:
-        return self.server_url_template.format(slug=slug)
+    def server_url(self, slug: str, cluster: str = "") -> str:
+        """The tenant's vCluster API on its home cluster (`cluster` empty) or on another placement: every
+        placement runs a vCluster of its own, named `<slug>-<cluster>` in the template's `{slug}` (one DNS
+        label, so a wildcard record for the template's domain routes it too)."""
+        return self.server_url_template.format(slug=f"{slug}-{cluster}" if cluster else slug)
 
-    def server_host(self, slug: str) -> str:
+    def server_host(self, slug: str, cluster: str = "") -> str:
         """The kubeconfig server's host name: the Ingress host and a SAN of the vCluster certificate."""
-        return urlsplit(self.server_url(slug)).hostname or ""
+        return urlsplit(self.server_url(slug, cluster)).hostname or ""
 
     @property
     def oidc_issuer_host_port(self) -> tuple[str, int] | None:

@@ -14,7 +14,7 @@ kubectl verifies the server with the system roots (a publicly trusted ingress ce
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,19 +25,39 @@ CA_PROVIDERS: list[Callable[[Any], str | None]] = []
 KUBELOGIN_ARGS = ("oidc-login", "get-token")
 
 
-def render_kubeconfig(slug: str, settings: config.IsolationSettings, ca_pem: str | None) -> dict[str, Any]:
-    """Pure: the kubeconfig document for one tenant."""
-    name = f"gpufleet-{slug}"
-    cluster: dict[str, Any] = {"server": settings.server_url(slug)}
-    if ca_pem:
-        cluster["certificate-authority-data"] = base64.b64encode(ca_pem.encode()).decode()
+# Functions tenant -> [(cluster, home)]: the tenant's placements (the scheduling app registers one). Without
+# one, the tenant has its home only.
+PLACEMENT_PROVIDERS: list[Callable[[Any], Sequence[tuple[str, bool]]]] = []
+
+
+def context_name(slug: str, cluster: str = "") -> str:
+    """`gpufleet-<slug>` for the home vCluster, `gpufleet-<slug>@<cluster>` for each other placement."""
+    return f"gpufleet-{slug}@{cluster}" if cluster else f"gpufleet-{slug}"
+
+
+def render_kubeconfig(slug: str, settings: config.IsolationSettings, ca_pem: str | None,
+                      placements: Sequence[tuple[str, bool]] = ()) -> dict[str, Any]:
+    """Pure: the kubeconfig document for one tenant, one context per placement (each runs a vCluster of
+    its own, see tenants.render.render_vcluster); the home's context is the current one. One OIDC user
+    serves them all: every vCluster trusts the same issuer and maps the same groups."""
+    name = context_name(slug)
+    others = sorted(cluster for cluster, home in placements if not home)
+    user = f"{name}-oidc"
+    clusters, contexts = [], []
+    for cluster in ["", *others]:
+        entry: dict[str, Any] = {"server": settings.server_url(slug, cluster)}
+        if ca_pem:
+            entry["certificate-authority-data"] = base64.b64encode(ca_pem.encode()).decode()
+        clusters.append({"name": context_name(slug, cluster), "cluster": entry})
+        contexts.append({"name": context_name(slug, cluster),
+                         "context": {"cluster": context_name(slug, cluster), "user": user, "namespace": "default"}})
     return {
         "apiVersion": "v1",
         "kind": "Config",
         "preferences": {},
-        "clusters": [{"name": name, "cluster": cluster}],
+        "clusters": clusters,
         "users": [{
-            "name": f"{name}-oidc",
+            "name": user,
             "user": {
                 "exec": {
                     "apiVersion": "client.authentication.k8s.io/v1",
@@ -59,10 +79,15 @@ def render_kubeconfig(slug: str, settings: config.IsolationSettings, ca_pem: str
                 }
             },
         }],
-        "contexts": [{"name": name, "context": {"cluster": name, "user": f"{name}-oidc",
-                                                 "namespace": "default"}}],
+        "contexts": contexts,
         "current-context": name,
     }
+
+
+def placements_of(tenant: Any) -> Sequence[tuple[str, bool]]:
+    for provider in PLACEMENT_PROVIDERS:
+        return provider(tenant)
+    return ()
 
 
 def ca_pem(tenant: Any) -> str | None:
@@ -93,4 +118,4 @@ def kubeconfig_yaml(tenant: Any) -> str:
     if not iso.oidc_issuer:
         raise Conflict("no OIDC issuer is configured (GPUFLEET_VCLUSTER_OIDC_ISSUER or OIDC_OP_ISSUER): "
                        "the virtual cluster cannot authenticate anyone, so there is no kubeconfig to give")
-    return to_yaml(render_kubeconfig(tenant.slug, iso, ca_pem(tenant)))
+    return to_yaml(render_kubeconfig(tenant.slug, iso, ca_pem(tenant), placements_of(tenant)))

@@ -68,7 +68,8 @@ def extend_values(view: TenantView, ctx: RenderContext, values: dict[str, Any]) 
     if settings.oidc_issuer:  # never a made-up issuer: without one, people cannot sign in at all
         api_server = _child(values, "controlPlane", "distro", "k8s", "apiServer")
         api_server["extraArgs"] = [*api_server.get("extraArgs", []), *oidc_args(settings)]
-    host = settings.server_host(view.slug)
+    # This placement's own API name: the home's, or `<slug>-<cluster>` on another placement (config.server_url).
+    host = settings.server_host(view.slug, "" if view.extra.get("home", True) else view.extra.get("cluster", ""))
     if host:
         # The kubeconfig's server name must route to this vCluster and be in its serving certificate:
         # the chart's Ingress (ingress-nginx with SSL passthrough, so the vCluster terminates TLS itself)

@@ -72,9 +72,10 @@ def test_each_cluster_gets_its_own_valid_tree(placed, gitops_repo: Path) -> None
     taints = dev_pool["spec"]["template"]["spec"]["taints"]
     assert {"key": "gpufleet.io/trust-levels", "value": "untrusted", "effect": "NoSchedule"} in taints
 
-    # acme: home training (vCluster there), queues on training and inference with that cluster's flavors only.
+    # acme: home training, also on inference; a vCluster on each (issue 26: the tenant's kubectl reaches every
+    # placement), queues on training and inference with that cluster's flavors only.
     acme_training, acme_inference = root / "training/tenants/acme", root / "inference/tenants/acme"
-    assert "HelmRelease" in kinds(acme_training) and "HelmRelease" not in kinds(acme_inference)
+    assert "HelmRelease" in kinds(acme_training) and "HelmRelease" in kinds(acme_inference)
     assert {"Namespace", "ClusterQueue", "LocalQueue"} <= kinds(acme_inference)
     assert queue_flavors(acme_training) == {"h100", "h100-3g"}
     assert queue_flavors(acme_inference) == {"l4"}

@@ -125,3 +125,28 @@ def test_one_tenants_reconcile_does_not_read_the_fleets_queue_list(catalog, sett
     assert outcome.phase == "ready" and loads == []
     reconcile.reconcile_platform()
     assert loads == [1]
+
+
+def stalled_lines(queue: str, start: datetime, minutes: int, admitted_before: int = 5) -> list[str]:
+    """A ClusterQueue where nothing is admitted: the histogram does not move (all increases 0) while 3 wait."""
+    out = []
+    for i in range(minutes + 1):
+        t = int((start + timedelta(minutes=i)).timestamp() * 1000)
+        out.extend(f'kueue_admission_wait_time_seconds_bucket{{cluster_queue="{queue}",priority_class="",'
+                   f'replica_role="leader",le="{le}"}} {admitted_before} {t}' for le in BUCKETS)
+        out.append(f'kueue_pending_workloads{{cluster_queue="{queue}",status="active",replica_role="leader"}} 3 {t}')
+    return out
+
+
+def test_a_queue_that_admits_nothing_raises_add_capacity(catalog, metrics) -> None:  # type: ignore[no-untyped-def]
+    """Zero admissions in the window make histogram_quantile NaN (all bucket increases are 0); NaN > x is
+    false, so the stuck queue -- the case the alert exists for -- used to stay silent."""
+    metrics.import_prometheus(stalled_lines("tenant-acme", NOW - timedelta(hours=2), 120))
+    signals = service.capacity_signals(NOW, MetricsClient(metrics.url))
+    assert [(s.kind, s.flavor, s.value) for s in signals] == [("add-capacity", "h100", Decimal(1800))]
+
+
+def test_a_queue_pending_only_briefly_is_not_stalled(catalog, metrics) -> None:  # type: ignore[no-untyped-def]
+    """A workload that arrived 10 minutes ago in an idle queue has not waited the threshold."""
+    metrics.import_prometheus(stalled_lines("tenant-acme", NOW - timedelta(minutes=10), 10))
+    assert service.capacity_signals(NOW, MetricsClient(metrics.url)) == []

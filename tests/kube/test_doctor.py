@@ -80,7 +80,8 @@ def healthy(kube: EmulatorThread, catalog, settings) -> EmulatorThread:
         "metadata": {"name": "hami-webhook"},
         "webhooks": [{"name": "vgpu.hami.io", "namespaceSelector": {"matchExpressions": [
             {"key": "hami.io/webhook", "operator": "NotIn", "values": ["ignore"]},
-            {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": list(PLATFORM_NAMESPACES)}]}}]})
+            {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": list(PLATFORM_NAMESPACES)},
+            {"key": "gpufleet.io/tenant", "operator": "Exists"}]}}]})
     for pool in (m for m in render_platform(RenderContext.from_settings()) if m["kind"] == "NodePool"):
         put(kube, "karpenter.sh", "v1", "nodepools", pool)
     put(kube, "karpenter.k8s.aws", "v1", "ec2nodeclasses",
@@ -153,6 +154,7 @@ def test_a_misconfigured_kueue_is_named_with_its_fix(healthy, tmp_path, settings
     config = kueue_configuration(load_catalog()["scheduling"])
     config["manageJobsWithoutQueueName"] = True
     config["integrations"]["frameworks"].remove("statefulset")
+    config["metrics"] = {"bindAddress": ":8443"}  # Kueue's default: no ClusterQueue usage metrics
     put(healthy, "", "v1", "configmaps", {
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "kueue-manager-config", "namespace": "kueue-system"},
@@ -162,7 +164,7 @@ def test_a_misconfigured_kueue_is_named_with_its_fix(healthy, tmp_path, settings
     found = failures(findings)
     assert failed
     assert set(found) == {"kueue/configuration/manageJobsWithoutQueueName", "kueue/configuration/integrations",
-                          "kueue/configuration/fairSharing"}
+                          "kueue/configuration/fairSharing", "kueue/configuration/metrics"}
     assert "statefulset" in found["kueue/configuration/integrations"]["detail"]
     assert found["kueue/configuration/manageJobsWithoutQueueName"]["fix"] == "set manageJobsWithoutQueueName: false"
 
@@ -184,8 +186,8 @@ def test_broken_hami_karpenter_and_topology_are_found(healthy, tmp_path, setting
     findings, failed = doctor(healthy, tmp_path)
     found = failures(findings)
     assert failed
-    assert {"hami/webhook", "hami/webhook/platform-namespaces", "karpenter/nodepool/h100-whole",
-            "karpenter/nodepool/h100-hami",
+    assert {"hami/webhook", "hami/webhook/platform-namespaces", "hami/webhook/tenant-namespaces",
+            "karpenter/nodepool/h100-whole", "karpenter/nodepool/h100-hami",
             "karpenter/nodepool/h100-whole/nodeclass", "karpenter/nodepool/h100-hami/nodeclass",
             "topology/node/gpu-2", "crd/scaledobjects.keda.sh"} == set(found)
     assert "nvidia.com/gpu.product" in found["karpenter/nodepool/h100-whole"]["detail"]

@@ -100,5 +100,8 @@ def test_sla_tiers_are_data_and_rerender_endpoints() -> None:
         with pytest.raises(CommandError, match=field):
             cli("endpoint", "tier", "standard", *args)
     assert SlaTier.objects.get(name="standard").max_replicas == 6
-    json.loads(cli("endpoint", "tier", "overnight", "--min-replicas", "0", "--cooldown-seconds", "7200"))
+    with pytest.raises(CommandError, match="prewarm_start"):  # at zero with nothing to wake it (issue 26)
+        cli("endpoint", "tier", "overnight", "--min-replicas", "0", "--cooldown-seconds", "7200")
+    json.loads(cli("endpoint", "tier", "overnight", "--min-replicas", "0", "--cooldown-seconds", "7200",
+                   "--prewarm-start", "0 22 * * *", "--prewarm-end", "0 6 * * *"))
     assert SlaTier.objects.filter(name="overnight").exists()

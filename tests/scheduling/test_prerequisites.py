@@ -81,6 +81,45 @@ def test_hami_uses_our_resource_names_and_skips_platform_namespaces() -> None:
     assert set(webhook["whitelistNamespaces"]) == set(PLATFORM_NAMESPACES)
 
 
+def hami_namespace_selector(values: dict) -> list[dict]:
+    """The webhook's namespaceSelector.matchExpressions as HAMi@v2.10.0:charts/hami/templates/scheduler/
+    webhook.yaml:25-46 renders them from the release values (manageNamespaceSelector on)."""
+    webhook = values["scheduler"]["admissionWebhook"]
+    out = [{"key": "hami.io/webhook", "operator": "NotIn", "values": ["ignore"]}]
+    if webhook.get("whitelistNamespaces"):
+        out.append({"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+                    "values": webhook["whitelistNamespaces"]})
+    out.extend((webhook.get("namespaceSelector") or {}).get("matchExpressions") or [])
+    return out
+
+
+def selects(expressions: list[dict], labels: dict[str, str]) -> bool:
+    """metav1.LabelSelector matchExpressions (In/NotIn/Exists/DoesNotExist)."""
+    for e in expressions:
+        value = labels.get(e["key"])
+        ok = {"In": value in e.get("values", []), "NotIn": value not in e.get("values", []),
+              "Exists": e["key"] in labels, "DoesNotExist": e["key"] not in labels}[e["operator"]]
+        if not ok:
+            return False
+    return True
+
+
+@pytest.mark.parametrize("namespace", ["gpu-operator", "nvidia-gpu-operator", "default", "monitoring"])
+def test_hami_webhook_never_sees_the_gpu_operators_validator_pods(namespace: str) -> None:
+    """HAMi@v2.10.0:pkg/scheduler/webhook.go:106-112 denies a pod asking for nvidia.com/gpu whose nodeName is
+    set ("pod has node assigned"): the GPU operator's device-plugin validator is such a pod. Wherever the
+    operator is installed (the namespace name is the operator's choice), HAMi's webhook must not be called."""
+    selector = hami_namespace_selector(releases()["hami"]["spec"]["values"])
+    assert not selects(selector, {"kubernetes.io/metadata.name": namespace})
+
+
+def test_hami_webhook_still_sees_a_trusted_tenants_pods() -> None:
+    selector = hami_namespace_selector(releases()["hami"]["spec"]["values"])
+    tenant = {"kubernetes.io/metadata.name": "tenant-acme", "gpufleet.io/tenant": "acme"}
+    assert selects(selector, tenant)
+    assert not selects(selector, {**tenant, "hami.io/webhook": "ignore"})  # a tenant without HAMi
+
+
 # Kyverno's MutatingWebhookConfiguration (kyverno v1.19.0, config/... "kyverno-resource-mutating-webhook-cfg").
 KYVERNO_MUTATING_WEBHOOK = "kyverno-resource-mutating-webhook-cfg"
 
@@ -111,3 +150,15 @@ def test_render_platform_shows_them(capsys) -> None:
     call_command("render", "--platform")
     kinds = [(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(capsys.readouterr().out) if d]
     assert ("HelmRelease", "kueue") in kinds and ("OCIRepository", "kai-scheduler") in kinds
+
+
+def test_kueue_is_scraped_and_reports_cluster_queue_usage(settings) -> None:
+    """The capacity alerts read kueue_admission_wait_time_seconds and kueue_cluster_queue_resource_usage:
+    the chart scrapes nothing by default (kueue@v0.19.2:charts/kueue/values.yaml:10 `enablePrometheus:
+    false`) and usage is reported only with metrics.enableClusterQueueResources
+    (apis/config/v1beta2/configuration_types.go:182-185)."""
+    settings.GPUFLEET_MONITORING_NAMESPACE = "observability"
+    values = releases()["kueue"]["spec"]["values"]
+    assert values["enablePrometheus"] is True
+    assert values["metrics"]["prometheusNamespace"] == "observability"
+    assert kueue_config()["metrics"]["enableClusterQueueResources"] is True

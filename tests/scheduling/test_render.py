@@ -68,7 +68,8 @@ def test_three_trust_levels_and_three_tiers_render_and_validate(fleet, tenants) 
     assert "vllm:kv_cache_usage_perc" in scaled["endpoint-llm-batch"]["triggers"][1]["metadata"]["query"]
     assert scaled["endpoint-llm-batch"]["triggers"][1]["metadata"]["threshold"] == "0.8"
     # A total is divided by the per-replica target; an average is compared to it (HPA Value).
-    assert [t.get("metricType") for t in scaled["endpoint-llm-batch"]["triggers"]] == ["AverageValue", "Value"]
+    assert [t.get("metricType") for t in scaled["endpoint-llm-batch"]["triggers"]] == ["AverageValue", "Value", None]
+    assert scaled["endpoint-llm-batch"]["triggers"][2]["type"] == "cron"  # the nightly window wakes it
     # Deterministic: same rows, byte-identical YAML.
     assert to_yaml_stream(desired_manifests(tenants["trusted"])) == to_yaml_stream(
         desired_manifests(tenants["trusted"]))

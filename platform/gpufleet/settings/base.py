@@ -330,6 +330,9 @@ GPUFLEET_CPU_POOL_INSTANCE_TYPES = env_list("GPUFLEET_CPU_POOL_INSTANCE_TYPES",
 GPUFLEET_CPU_POOL_NODE_CLASS = env("GPUFLEET_CPU_POOL_NODE_CLASS", "default")
 GPUFLEET_CPU_POOL_CPU_LIMIT = int(env("GPUFLEET_CPU_POOL_CPU_LIMIT", "16") or 16)
 GPUFLEET_BUSINESS_TIMEZONE = env("GPUFLEET_BUSINESS_TIMEZONE", "UTC")
+# The model hub inference endpoints download weights from: their serving pods may reach these names (port 443)
+# and nothing else outside the cluster, whatever the tenant's trust level (scheduling.endpoints).
+GPUFLEET_MODEL_HUB_FQDNS = env_list("GPUFLEET_MODEL_HUB_FQDNS", ["huggingface.co", "**.huggingface.co", "**.hf.co"])
 GPUFLEET_KARPENTER_NODE_CLASS_GROUP = env("GPUFLEET_KARPENTER_NODE_CLASS_GROUP", "karpenter.k8s.aws")
 GPUFLEET_KARPENTER_NODE_CLASS_KIND = env("GPUFLEET_KARPENTER_NODE_CLASS_KIND", "EC2NodeClass")
 

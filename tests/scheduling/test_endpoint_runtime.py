@@ -1,0 +1,131 @@
+"""An inference endpoint's vLLM pod can actually start (issue 26): writable HOME and caches for a non-root
+user, the tenant's Hugging Face token as a file, and a way to the model hub for a tenant without internet."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from scheduling import actions
+from scheduling.endpoints import HF_TOKEN_SECRET
+from tenants.backends import get_schema_registry
+from tenants.reconcile import desired_manifests
+from tests.support.services import need_reference
+
+pytestmark = pytest.mark.django_db
+
+# Where vLLM 0.33 / huggingface_hub / torch write at start-up, by the variable that moves each.
+WRITTEN = ("HOME", "XDG_CACHE_HOME", "HF_HOME", "TMPDIR")
+# The hub's own name and the names it redirects downloads to (LFS CDN, Xet storage).
+HUB_HOSTS = ("huggingface.co", "cdn-lfs.huggingface.co", "cdn-lfs-us-1.hf.co", "cas-bridge.xethub.hf.co")
+
+
+def by_kind(manifests: list[dict], kind: str) -> list[dict]:
+    return [m for m in manifests if m["kind"] == kind]
+
+
+def serving(tenant) -> tuple[list[dict], dict]:  # type: ignore[no-untyped-def]
+    actions.create_endpoint(tenant, "chat", model="meta-llama/Llama-3.1-8B-Instruct", tier="critical")
+    manifests = desired_manifests(tenant)
+    return manifests, next(m for m in by_kind(manifests, "Deployment") if m["metadata"]["name"] == "endpoint-chat")
+
+
+def mounted(pod: dict, path: str) -> dict | None:
+    """The volume under `path` (longest mount prefix), as the kubelet resolves it."""
+    container = pod["containers"][0]
+    best = max((m for m in container["volumeMounts"] if path == m["mountPath"] or path.startswith(
+        m["mountPath"].rstrip("/") + "/")), key=lambda m: len(m["mountPath"]), default=None)
+    if best is None:
+        return None
+    return next(v for v in pod["volumes"] if v["name"] == best["name"]) | {"readOnly": best.get("readOnly", False)}
+
+
+def test_every_path_vllm_writes_is_a_writable_volume(fleet, tenants) -> None:
+    _, deployment = serving(tenants["untrusted"])
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] != 0
+    env = {e["name"]: e["value"] for e in pod["containers"][0]["env"]}
+    for name in WRITTEN:
+        path = env.get(name, "/tmp")  # TMPDIR unset means /tmp
+        volume = mounted(pod, path)
+        assert volume is not None and "emptyDir" in volume and not volume["readOnly"], f"{name}={path}"
+
+
+def test_the_hf_token_is_a_file_from_the_tenants_openbao_path(fleet, tenants, settings) -> None:
+    settings.GPUFLEET_OPENBAO_ADDR = "https://openbao.example:8200"
+    manifests, deployment = serving(tenants["trusted"])
+    pod = deployment["spec"]["template"]["spec"]
+    env = {e["name"]: e["value"] for e in pod["containers"][0]["env"]}
+    token = mounted(pod, env["HF_TOKEN_PATH"])  # huggingface_hub reads the token from this file
+    assert token is not None and token["secret"]["secretName"] == HF_TOKEN_SECRET and token["readOnly"]
+    assert token["secret"]["optional"] is True  # public models need no token
+    external = next(m for m in by_kind(manifests, "ExternalSecret"))
+    assert external["spec"]["target"]["name"] == HF_TOKEN_SECRET
+    assert external["spec"]["data"][0]["remoteRef"]["key"].startswith("tenants/t-trusted/")
+    store = next(m for m in by_kind(manifests, "SecretStore"))
+    vault = store["spec"]["provider"]["vault"]
+    assert vault["server"] == "https://openbao.example:8200" and vault["version"] == "v2"
+    assert vault["auth"]["kubernetes"]["role"] == "gpufleet-tenant-t-trusted"  # infra.openbao's role name
+    need_reference()
+    assert get_schema_registry().validate([store, external]) == []
+
+
+def test_no_secret_store_without_openbao(fleet, tenants, settings) -> None:
+    settings.GPUFLEET_OPENBAO_ADDR = ""
+    manifests, _ = serving(tenants["trusted"])
+    assert not by_kind(manifests, "ExternalSecret") and not by_kind(manifests, "SecretStore")
+
+
+def cilium_fqdn_match(selector: dict, name: str) -> bool:
+    """toFQDNs matchName / matchPattern as the CiliumNetworkPolicy CRD (cilium v1.19.4, reference crds/cilium/
+    ciliumnetworkpolicies.yaml:444-470) defines them: `**.` any number of subdomain levels, `*` any DNS
+    characters but '.', except a leading `*` not followed by '.' also matching subdomains."""
+    if "matchName" in selector:
+        return name.rstrip(".").lower() == selector["matchName"].rstrip(".").lower()
+    pattern = selector["matchPattern"].rstrip(".").lower()
+    if pattern == "*":
+        return True
+    if pattern.startswith("**."):
+        return name.lower().endswith("." + pattern[3:])
+    regex = re.escape(pattern).replace(r"\*", "[-a-z0-9_]*")
+    return re.fullmatch(regex, name.lower()) is not None
+
+
+def selects(selector: dict, labels: dict[str, str]) -> bool:
+    if any(labels.get(k) != v for k, v in selector.get("matchLabels", {}).items()):
+        return False
+    for e in selector.get("matchExpressions", []):
+        value = labels.get(e["key"])
+        ok = {"Exists": value is not None, "DoesNotExist": value is None,
+              "In": value in e.get("values", []), "NotIn": value not in e.get("values", [])}[e["operator"]]
+        if not ok:
+            return False
+    return True
+
+
+def egress_allows(policies: list[dict], labels: dict[str, str], host: str, port: str) -> bool:
+    for policy in policies:
+        if not selects(policy["spec"]["endpointSelector"], labels):
+            continue
+        for rule in policy["spec"].get("egress", []):
+            if rule.get("toEntities") == ["world"]:
+                return True
+            ports = [p["port"] for tp in rule.get("toPorts", []) for p in tp["ports"]] or [port]
+            if port in ports and any(cilium_fqdn_match(s, host) for s in rule.get("toFQDNs", [])):
+                return True
+    return False
+
+
+def test_an_untrusted_tenants_endpoint_reaches_the_model_hub_and_nothing_else(fleet, tenants) -> None:
+    manifests, deployment = serving(tenants["untrusted"])
+    policies = by_kind(manifests, "CiliumNetworkPolicy")
+    serving_pod = deployment["spec"]["template"]["metadata"]["labels"]
+    for host in HUB_HOSTS:
+        assert egress_allows(policies, serving_pod, host, "443"), host
+    assert not egress_allows(policies, serving_pod, "example.com", "443")
+    # A pod the tenant's vCluster synced, copying the serving labels, gets none of it.
+    forged = {**serving_pod, "vcluster.loft.sh/managed-by": "vcluster"}
+    assert not egress_allows(policies, forged, "huggingface.co", "443")
+    need_reference()
+    assert get_schema_registry().validate(policies) == []
