@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,11 +30,14 @@ WINDOW = [OpenApiParameter("start", OpenApiTypes.DATETIME, required=True),
           OpenApiParameter("tenant", OpenApiTypes.STR)]
 
 
+log = logging.getLogger(__name__)
+
 LIST_OF_OBJECTS = {"type": "array", "items": {"type": "object"}}
 
 
 class MetricsUnavailable(APIException):
     status_code = 503
+    default_detail = "the metrics server could not be queried; try again later"
     default_code = "metrics_unavailable"
 
 
@@ -72,7 +76,9 @@ def _measure(call: Any) -> Any:
     except MeteringInputError as exc:
         raise ValidationError({exc.field: [exc.reason]}) from exc
     except (TransientError, PermanentError) as exc:
-        raise MetricsUnavailable(f"the metrics server could not be queried: {exc}") from exc
+        # The reason (the TSDB's error quotes the query; the URL names its host) goes to the log, not the caller.
+        log.warning("fleet metrics query failed: %s", exc)
+        raise MetricsUnavailable() from exc
 
 
 def _json(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
