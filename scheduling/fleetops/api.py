@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 
 from billing.metering.usage import MeteringInputError
 from gpufleet.accounts.roles import is_platform_admin
+from gpufleet.api.viewsets import AuditActor
 from infra.errors import PermanentError, TransientError
 from scheduling.models import InferenceEndpoint
 from tenants.errors import ActionError
@@ -86,7 +87,7 @@ def _json(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for r in rows]
 
 
-class IdleFindingsView(APIView):
+class IdleFindingsView(AuditActor, APIView):
     permission_classes = [IsAuthenticated]
 
     @extend_schema(parameters=[*WINDOW, OpenApiParameter("min_idle", OpenApiTypes.INT)],
@@ -104,7 +105,7 @@ class IdleFindingsView(APIView):
         return Response(_json(rows))
 
 
-class UtilisationView(APIView):
+class UtilisationView(AuditActor, APIView):
     permission_classes = [IsAuthenticated]
 
     @extend_schema(parameters=WINDOW, responses={200: LIST_OF_OBJECTS})
@@ -117,7 +118,7 @@ class UtilisationView(APIView):
         return Response(_json(_measure(lambda: service.utilisation(start, end, tenants=tenants))))
 
 
-class NoticesView(APIView):
+class NoticesView(AuditActor, APIView):
     permission_classes = [IsAuthenticated]
 
     @extend_schema(responses={200: LIST_OF_OBJECTS})
@@ -142,7 +143,7 @@ class NoticesView(APIView):
         return Response({"id": notice.pk, "tenant": tenant.slug, "message": notice.message}, status=201)
 
 
-class ScaleToZeroView(APIView):
+class ScaleToZeroView(AuditActor, APIView):
     permission_classes = [IsAuthenticated]
 
     @extend_schema(request=OpenApiTypes.OBJECT, responses={200: OpenApiTypes.OBJECT})
