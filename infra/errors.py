@@ -8,6 +8,10 @@ class InfraError(Exception):
 
     # The reason a status condition shows for this failure ("" -> the reconciler's generic one).
     reason: str = ""
+    # A failure of the environment that is fixed outside gpufleet (a read-only or full volume): the status
+    # records it like any PermanentError, and the task still tries again after this many seconds, with
+    # backoff, so the fix takes effect within seconds instead of at the next periodic pass. None: no retry.
+    retry_after: float | None = None
 
 
 class TransientError(InfraError):

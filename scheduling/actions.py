@@ -425,25 +425,25 @@ def check_quota(tenant: Tenant, flavor: Any, nominal: Any, borrowing_limit: Any,
 
 
 def quota_cluster(tenant: Tenant, cluster: Any, row: Flavor | None, nominal: int | None) -> Cluster:
-    """The cluster a quota is on: the one named, else the tenant's home. The tenant must be placed there, the
-    flavor offered there, and -- on a cluster other than `default`, whose capacity the fleet check above
-    covers -- the nominal quotas of every tenant on it fit its capacity (x overcommit, plus its node pools)."""
+    """The cluster a quota is on: the one named, else the tenant's home. The tenant must be placed there (the
+    placement is where its trust level was checked), the flavor offered there, and the nominal quotas of every
+    tenant on it fit its capacity (x overcommit, plus its node pools). `default` is a cluster like any other:
+    the fleet-wide check in check_quota() does not stand in for its own (issue 27)."""
     from .models_clusters import Placement
 
-    placed = False  # known to be placed there without asking (its home placement)
     if cluster in (None, ""):
         home = Placement.objects.filter(tenant=tenant, home=True).select_related("cluster").first()
-        found = home.cluster if home else Cluster.objects.get(pk=default_cluster_id())
-        placed = home is not None
+        if home is None:
+            raise ActionError({"cluster": [f"tenant '{tenant.slug}' has no home cluster; name one"]})
+        found = home.cluster
     else:
         found = Cluster.objects.filter(name=cluster).first() if isinstance(cluster, str) else None
         if found is None:
             raise ActionError({"cluster": [f"unknown cluster {cluster!r}"]})
-    if (found.name != DEFAULT_CLUSTER and not placed
-            and not Placement.objects.filter(tenant=tenant, cluster=found).exists()):
-        raise ActionError({"cluster": [f"tenant '{tenant.slug}' is not placed on cluster '{found.name}' "
-                                       "(propose a placement first)"]})
-    if row is None or nominal is None or found.name == DEFAULT_CLUSTER:
+        if not Placement.objects.filter(tenant=tenant, cluster=found).exists():
+            raise ActionError({"cluster": [f"tenant '{tenant.slug}' is not placed on cluster '{found.name}' "
+                                           "(propose a placement first)"]})
+    if row is None or nominal is None:
         return found
     offer = ClusterFlavor.objects.filter(cluster=found, flavor=row).first()
     if offer is None:

@@ -7,6 +7,7 @@ import logging
 from celery import shared_task
 from django.conf import settings
 
+from gpufleet import task_retry
 from gpufleet.audit.context import acting
 from infra.errors import PermanentError
 
@@ -19,7 +20,7 @@ def _gitops() -> bool:
     return settings.GPUFLEET_BACKEND == "gitops"
 
 
-@shared_task(name="scheduling.propose_quota_branch", acks_late=True)
+@shared_task(name="scheduling.propose_quota_branch", acks_late=True, **task_retry.ON_DATABASE_ERRORS)
 def propose_quota_branch(request_id: int) -> str:
     """GitOps: (re)write branch quota/<id> with the tenant's objects as the change would make them."""
     from . import proposals
@@ -35,7 +36,7 @@ def propose_quota_branch(request_id: int) -> str:
             return f"no branch: {exc}"
 
 
-@shared_task(name="scheduling.merge_quota_branch", acks_late=True)
+@shared_task(name="scheduling.merge_quota_branch", acks_late=True, **task_retry.ON_DATABASE_ERRORS)
 def merge_quota_branch(request_id: int) -> str:
     """Approved: GitOps merges the proposal (one commit on main); then the tenant is reconciled."""
     from tenants.tasks import reconcile_tenant
@@ -57,7 +58,7 @@ def merge_quota_branch(request_id: int) -> str:
         return result
 
 
-@shared_task(name="scheduling.discard_quota_branch", acks_late=True)
+@shared_task(name="scheduling.discard_quota_branch", acks_late=True, **task_retry.ON_DATABASE_ERRORS)
 def discard_quota_branch(request_id: int) -> str:
     from . import proposals
 
@@ -68,7 +69,7 @@ def discard_quota_branch(request_id: int) -> str:
         return proposals.discard(request)
 
 
-@shared_task(name="scheduling.simulate_quota_request", acks_late=True)
+@shared_task(name="scheduling.simulate_quota_request", acks_late=True, **task_retry.ON_DATABASE_ERRORS)
 def simulate_quota_request(request_id: int) -> str:
     """Fill in the pending simulation of a quota request (cached: a done or failed row is left alone)."""
     from django.db import transaction
@@ -109,7 +110,7 @@ def sweep_quota_simulations() -> int:
     return len(ids)
 
 
-@shared_task(name="scheduling.run_simulation", acks_late=True)
+@shared_task(name="scheduling.run_simulation", acks_late=True, **task_retry.ON_DATABASE_ERRORS)
 def run_simulation(run_id: int) -> str:
     """Fill in a pending portal simulation run (idempotent: a finished run is left alone)."""
     from gpufleet import clock

@@ -393,6 +393,8 @@ def _reconcile_chunks(result: FleetPass, chunks: list[list[int]], ahead: Callabl
                         continue
                     result.outcomes.append(outcome)
                     result.errors.extend(f"{outcome.tenant}: {problem}" for problem in outcome.problems)
+                    if outcome.retry_after is not None:  # e.g. the repository was unwritable: retried soon
+                        result.retry.append(tenant_id)
                     if outcome.result is not None and outcome.result.changed:
                         written.append(tenant_id)
         except Exception as exc:  # the chunk's one commit failed: its tenants are not applied after all

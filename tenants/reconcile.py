@@ -56,6 +56,8 @@ class Outcome:
     phase: str
     result: ApplyResult | None = None
     problems: tuple[str, ...] = ()
+    # The failure is one the task retries (InfraError.retry_after), though the status records it.
+    retry_after: float | None = None
     # (view, [(owner on its host cluster, manifests)], digest) of a successful apply: the fleet pass remembers
     # what these inputs render, per placement.
     rendered: tuple[TenantView, list[tuple[str, list[dict]]], str] | None = field(
@@ -290,7 +292,7 @@ def _reconcile_tenant(
             # A failed teardown stays deprovisioning (FAILED is live: it would re-provision the tenant).
             failed = Phase.DEPROVISIONING if teardown else Phase.FAILED
             _finish(tenant, failed, _merge_condition(tenant.conditions, cond), "tenant.failed")
-            return Outcome(tenant.slug, failed, problems=(str(exc),))
+            return Outcome(tenant.slug, failed, problems=(str(exc),), retry_after=exc.retry_after)
         except Exception as exc:
             # Not an adapter's error: a bug, or a configuration the backend cannot use (a cluster folder git
             # refuses). The status must not keep claiming the previous generation's success: Ready=False on
@@ -397,6 +399,7 @@ def _combined(errors: list[InfraError], clusters: int) -> InfraError:
     combined: InfraError = (TransientError(text, delay=first.delay) if isinstance(first, TransientError)
                             else PermanentError(text))
     combined.reason = first.reason or type(first).__name__
+    combined.retry_after = first.retry_after
     return combined
 
 

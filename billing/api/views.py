@@ -186,6 +186,8 @@ class UsageView(CachedReadsMixin, APIView):
 
 class OpenCostUnavailable(APIException):
     status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    # The body says only this (gpufleet.api.errors: a 5xx names no host or exception text; the log does).
+    default_detail = "OpenCost could not be queried; try again later"
     default_code = "opencost_unavailable"
 
 

@@ -44,6 +44,7 @@ class RepositoryBroken(PermanentError):
 
 class RepositoryUnwritable(PermanentError):
     reason = "RepositoryUnwritable"
+    retry_after = 5.0  # an operator frees the volume or fixes its permissions: apply as soon as they have
 
 
 def unwritable(exc: OSError, what: str) -> RepositoryUnwritable:

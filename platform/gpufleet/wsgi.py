@@ -2,10 +2,13 @@ import os
 
 from django.core.wsgi import get_wsgi_application
 
+from gpufleet.bodydeadline import deadline_for_bodies
 from gpufleet.gcfreeze import settle_startup_objects
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpufleet.settings.demo")
-application = get_wsgi_application()
+django_application = get_wsgi_application()
+# A slow request body holds a gthread thread only until this deadline (bodydeadline.py says why).
+application = deadline_for_bodies(django_application, float(os.environ.get("GPUFLEET_BODY_TIMEOUT_SECONDS", "2")))
 # gunicorn imports this module in each worker (no --preload): the worker's startup objects are frozen out of
 # the garbage collector's full passes before it serves anything (gcfreeze.py says why).
 settle_startup_objects()

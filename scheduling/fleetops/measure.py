@@ -213,6 +213,8 @@ def _runs_of(client: RangeQuerier, queries: ActivityQueries, index: FlavorIndex,
     while cursor <= last_t:
         upper = min(cursor + block * max(1, min(EDGE_POINT_BUDGET // MASK_SLOTS - 2, 86400 // block)), last_t)
         for series in client.range(query, _at(cursor), _at(upper), block):
+            if not queries.selects(series.labels.get("namespace", "")):  # see dcgm_idle_bits
+                continue
             k = tuple((name, series.labels.get(name, "")) for name in (*identity, "signal", "device_type"))
             labels_of.setdefault(k, dict(series.labels))
             into = masks[k] if series.labels.get("part") == "mask" else peaks[k]
@@ -366,6 +368,8 @@ def dcgm_idle_bits(client: RangeQuerier, queries: ActivityQueries, start: dateti
         upper = min(cursor + block * per_query, q_last)
         for series in client.range(query, _at(cursor), _at(upper), block):
             key = _identity(dict(series.labels))
+            if not queries.selects(key[0]):  # a long namespace list is applied here, not in the query
+                continue
             part = series.labels.get("part", "")
             if part == "peak":
                 into = peaks[key]

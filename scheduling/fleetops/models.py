@@ -53,11 +53,11 @@ class TenantIdleSettings(models.Model):
 
 class NoticeQuerySet(models.QuerySet):
     def for_user(self, user: Any) -> NoticeQuerySet:
-        from gpufleet.accounts.roles import is_platform_admin
+        from tenants.models import sees_every_tenant
 
         if user is None or not user.is_authenticated:
             return self.none()
-        if is_platform_admin(user):
+        if sees_every_tenant(user):  # platform and billing admins, as for idle findings (docs/api.md)
             return self
         return self.filter(tenant__memberships__user=user).distinct()
 

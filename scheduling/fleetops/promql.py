@@ -83,16 +83,31 @@ def with_templates(expr: str) -> str:
     return WITH_HEADER + expr
 
 
+# The longest namespace list a query names inline (as a `=~` / `!~` regex). Every selector of a query repeats it
+# (~17 times in the slot masks), so a list of ~185 tenants made a 56 KB query that VictoriaMetrics refused
+# (-search.maxQueryLen, 16 KiB by default). A longer list is not sent: the query selects every tenant namespace
+# (a prefix regex that does not grow) and `selects()` keeps the wanted ones from the answer (issue 27).
+INLINE_NAMESPACES_MAX = 300
+
+
 class ActivityQueries(Queries):
     """Billing's queries plus activity, memory and idle edges for one tenant selection.
 
     `namespaces`: only these tenant namespaces (a per-tenant threshold group); `exclude`: every tenant
-    namespace except these (the fleet-default group). Both are exact names, regex-escaped by the caller."""
+    namespace except these (the fleet-default group). Both are exact names, regex-escaped by the caller.
+    A short list narrows the query itself; a long one is applied to the answer only: callers keep the series
+    whose namespace `selects()` accepts, whatever the query text."""
 
     def __init__(self, settings: QuerySettings, thresholds: Thresholds = Thresholds(), *,
                  namespaces: tuple[str, ...] | None = None, exclude: tuple[str, ...] = ()) -> None:
         super().__init__(settings)
         self.thresholds = thresholds
+        self._only = None if namespaces is None else frozenset(namespaces)
+        self._not = frozenset(exclude)
+        if namespaces is not None and len("|".join(namespaces)) > INLINE_NAMESPACES_MAX:
+            namespaces = None  # every tenant namespace; selects() narrows
+        if len("|".join(exclude)) > INLINE_NAMESPACES_MAX:
+            exclude = ()
         ns = _ns_filter(settings.namespace_prefix, namespaces)
         self.ns_match = f'=~"{ns}"'
         self.ns_exclude = f', namespace!~"{"|".join(exclude)}"' if exclude else ""
@@ -105,6 +120,10 @@ class ActivityQueries(Queries):
                          f'pod!=""{self.ns_exclude}}}')
         self.hami_memory = f'{HAMI_MEMORY}{{namespace{self.ns_match}, pod!=""{self.ns_exclude}}}'
         self.hami_cores = f'hami_vgpu_core_allocated_ratio{{namespace{self.ns_match}, pod!=""{self.ns_exclude}}}'
+
+    def selects(self, namespace: str) -> bool:
+        """Whether a series of `namespace` in an answer belongs to this selection."""
+        return (self._only is None or namespace in self._only) and namespace not in self._not
 
     # -- windows shifted by `shift` slots ---------------------------------------------------------
     def _win(self, slots: int, offset_slots: int) -> str:

@@ -167,10 +167,11 @@ def rollup_recent(now: datetime, client: Any = None) -> dict[str, int]:
 
 
 def visible_tenants(user: Any) -> list[str] | None:
-    """None = every tenant (platform admins); else the slugs of the caller's tenants."""
-    from gpufleet.accounts.roles import is_platform_admin
+    """None = every tenant (platform and billing admins: who sees every tenant's rows, tenants.models.
+    sees_every_tenant); else the slugs of the caller's tenants (any number: the queries stay bounded)."""
+    from tenants.models import sees_every_tenant
 
-    if is_platform_admin(user):
+    if sees_every_tenant(user):
         return None
     return list(Tenant.objects.for_user(user).values_list("slug", flat=True))
 

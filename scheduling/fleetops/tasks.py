@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from gpufleet import clock
+from gpufleet import clock, task_retry
 from infra import http
 
 from . import service
 from .models import FleetSettings, IdleNotice
 
 
-@shared_task(name="scheduling.fleetops.tasks.send_idle_webhook", acks_late=True)
+@shared_task(name="scheduling.fleetops.tasks.send_idle_webhook", acks_late=True, **task_retry.ON_DATABASE_ERRORS)
 def send_idle_webhook(notice_id: int) -> bool:
     """POST one idle notice to the admin-configured webhook (idempotent for the receiver: it carries the id)."""
     notice = IdleNotice.objects.filter(pk=notice_id).select_related("tenant").first()

@@ -2,7 +2,9 @@
 
 Natural key: tenant slug + username (`?tenant=&user=` filters). Owners and admins of the tenant (and
 platform admins) grant, change and remove; every member sees the tenant's memberships. Writes go
-through tenants.actions.
+through tenants.actions. A tenant owner or admin adds only people who already share a tenant with them
+(platform admins: anyone who has signed in); a username that does not exist and one the caller may not see
+get the same 400, so the endpoint does not enumerate usernames.
 """
 
 from __future__ import annotations
@@ -15,12 +17,21 @@ from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from gpufleet.accounts.roles import is_platform_admin
 from gpufleet.api.viewsets import ScopedViewSetMixin
 
 from .. import actions
 from ..errors import ActionError
 from ..models import Membership, Tenant, can_manage
 from .serializers import MemberSerializer, MemberUpdateSerializer, MemberWriteSerializer
+
+
+def _may_see(caller: object, user: object) -> bool:
+    """Platform admins see every user; everyone else the members of the tenants they see."""
+    if is_platform_admin(caller):
+        return True
+    return Membership.objects.filter(user=user, tenant__in=Tenant.objects.for_user(caller)).exists()
+
 
 FILTERS = [OpenApiParameter("tenant", OpenApiTypes.STR, description="tenant slug"),
            OpenApiParameter("user", OpenApiTypes.STR, description="username")]
@@ -60,8 +71,13 @@ class MemberViewSet(ScopedViewSetMixin, mixins.ListModelMixin, mixins.RetrieveMo
             raise NotFound("no such tenant")
         self._require_manager(tenant)
         user = get_user_model().objects.filter(username=data["user"]).first()
-        if user is None:
-            raise ActionError({"user": [f"no user {data['user']!r} (users appear after their first sign-in)"]})
+        if user is None or not _may_see(request.user, user):
+            # One answer for a username that does not exist and one the caller may not see: POST /members/
+            # must not tell a tenant admin which usernames exist on the platform (issue 27).
+            raise ActionError({"user": [
+                f"no user {data['user']!r} you can add: users appear after their first sign-in, and tenant "
+                "owners and admins add people who already share a tenant with them (others join through the "
+                "identity provider's group or are added by a platform admin)"]})
         if Membership.objects.filter(tenant=tenant, user=user).exists():
             # A 400 on the field, not a 409: nothing will change if the client retries.
             raise ActionError({"user": [f"'{data['user']}' is already a member of '{tenant.slug}'"]})

@@ -67,6 +67,9 @@ class HubbleUnavailable(APIException):
     """The flow log needs the hubble CLI on the web host; without it the answer is a 503 problem."""
 
     status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    # The body says only this (gpufleet.api.errors: a 5xx names no host or exception text; the log does).
+    default_detail = ("the flow log could not be read: the hubble CLI is missing, failed, or its output was "
+                      "not JSON (the server log says which)")
     default_code = "hubble_unavailable"
 
 

@@ -3,6 +3,8 @@ POSTs, ETag/If-Match, cursor pagination, the root listing every collection, and 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import yaml
 
@@ -134,6 +136,7 @@ def test_cursor_pagination_walks_every_row_once_in_creation_order(admin_api):
 def test_members_are_managed_by_tenant_admins(api, db):
     owner, bob, carol = factories.user("lead"), factories.user("bob"), factories.user("carol")
     factories.tenant("vision", owner=owner)
+    factories.tenant("speech", owner=owner, members={"owner": owner, "viewer": bob})  # lead may see bob
     api.force_authenticate(owner)
     created = api.post("/api/v1/members/", {"tenant": "vision", "user": "bob", "role": "member"}, format="json")
     assert created.status_code == 201 and created.json()["role"] == "member"
@@ -145,13 +148,17 @@ def test_members_are_managed_by_tenant_admins(api, db):
         {"user": ["is immutable"], "role": ["This field is required."]}
     unknown = api.post("/api/v1/members/", {"tenant": "vision", "user": "nobody", "role": "member"}, format="json")
     assert unknown.status_code == 400 and "no user 'nobody'" in unknown.json()["fields"]["user"][0]
+    # carol exists but shares no tenant with lead: the same answer as for nobody (no username enumeration).
+    hidden = api.post("/api/v1/members/", {"tenant": "vision", "user": "carol", "role": "member"}, format="json")
+    assert hidden.status_code == 400
+    assert hidden.json() == json.loads(json.dumps(unknown.json()).replace("nobody", "carol"))
     listed = api.get("/api/v1/members/?tenant=vision&user=bob").json()["results"]
     assert [m["user"] for m in listed] == ["bob"]
     own = api.get("/api/v1/members/?user=lead").json()["results"][0]
     last_owner = api.delete(f"/api/v1/members/{own['id']}/")
     assert last_owner.status_code == 409 and "last owner" in last_owner.json()["detail"]
     assert api.delete(f"/api/v1/members/{member_id}/").status_code == 204
-    assert not Membership.objects.filter(user=bob).exists()
+    assert not Membership.objects.filter(user=bob, tenant__slug="vision").exists()
     api.force_authenticate(carol)  # not a member: the membership is invisible
     assert api.get(f"/api/v1/members/{own['id']}/").status_code == 404
 

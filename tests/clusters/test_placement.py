@@ -10,7 +10,7 @@ import pytest
 from gpufleet.audit.models import AuditEvent
 from scheduling import placement
 from scheduling import placement_actions as placing
-from scheduling.models import Placement, PlacementChangeRequest
+from scheduling.models import Cluster, Placement, PlacementChangeRequest, Quota
 from tenants import actions as tenant_actions
 from tenants.errors import ActionError
 from tenants.models import Tenant
@@ -131,3 +131,33 @@ def test_quotas_are_per_tenant_flavor_and_cluster(placed) -> None:
     assert "over capacity on cluster 'dev'" in refused.value.errors["nominal"][0]
     quota = sched.set_quota(acme, flavor="l4", nominal=6, cluster="inference")
     assert (quota.cluster.name, quota.nominal) == ("inference", 6)
+
+
+def test_default_is_checked_like_any_other_cluster(db) -> None:
+    """Issue 27 item 11: `default` offering 2 h100, another tenant holding 1 -- 3 more are over capacity there
+    (the fleet has 16 more on `training`, so only the per-cluster check can refuse), and a standard tenant not
+    placed on `default` (trusted tenants only) gets no quota row there."""
+    from scheduling import actions as sched
+
+    h100 = sched.create_gpu_model("h100-80gb", "NVIDIA H100 80GB HBM3", 81559, "NVIDIA-H100-80GB-HBM3")
+    sched.create_flavor("h100", gpu_model=h100.name, mode="whole", capacity=2)  # offered on `default`
+    Cluster.objects.filter(name="default").update(trust_levels=["trusted"])
+    placing.create_cluster("training", purpose="training", trust_levels=["standard", "trusted"])
+    sched.set_cluster_flavor("training", "h100", capacity=16)
+    zeta, apex = factories.tenant("zeta", "trusted"), factories.tenant("apex", "trusted")
+    assert [p.cluster.name for p in apex.placements.all()] == ["default"]  # general purpose: the policy's pick
+    sched.set_quota(zeta, flavor="h100", nominal=1, cluster="default")
+    with pytest.raises(ActionError) as refused:
+        sched.set_quota(apex, flavor="h100", nominal=3, cluster="default")
+    assert refused.value.errors["nominal"] == [
+        "over capacity on cluster 'default': 'h100' offers 2 units there, other tenants hold 1, so at most 1 remain"]
+    assert sched.set_quota(apex, flavor="h100", nominal=1).cluster.name == "default"  # what remains fits
+    beta = factories.tenant("beta", "standard")
+    assert [p.cluster.name for p in beta.placements.all()] == ["training"]
+    with pytest.raises(ActionError) as refused:
+        sched.set_quota(beta, flavor="h100", nominal=1, cluster="default")
+    assert refused.value.errors == {"cluster": [
+        "tenant 'beta' is not placed on cluster 'default' (propose a placement first)"]}
+    with pytest.raises(ActionError):
+        sched.propose_quota_change(beta, flavor="h100", nominal=1, cluster="default")
+    assert not Quota.objects.filter(tenant=beta).exists()

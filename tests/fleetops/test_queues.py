@@ -16,7 +16,7 @@ from infra.schemas import SchemaRegistry
 from scheduling import actions as scheduling_actions
 from scheduling.fleetops import queues, service
 from scheduling.fleetops.models import FleetSettings
-from scheduling.models import Flavor, GpuModel
+from scheduling.models import ClusterFlavor, Flavor, GpuModel, default_cluster_id
 from tests.support import factories
 from tests.support.services import need_reference
 
@@ -30,8 +30,10 @@ BUCKETS = ("1", "2.5", "5", "10", "20", "40", "80", "160", "320", "640", "1280",
 @pytest.fixture
 def catalog(db):  # type: ignore[no-untyped-def]
     model = GpuModel.objects.create(name="h100", dcgm_model_name="NVIDIA H100 80GB HBM3", memory_mib=81559)
-    Flavor.objects.create(name="h100", gpu_model=model, mode="whole", weight=1, capacity=10)
+    h100 = Flavor.objects.create(name="h100", gpu_model=model, mode="whole", weight=1, capacity=10)
     Flavor.objects.create(name="h100-3g", gpu_model=model, mode="mig", mig_profile="3g.40gb", capacity=14)
+    # Offered where the tenants are placed (`default`), as create_flavor() does: quotas are checked per cluster.
+    ClusterFlavor.objects.create(cluster_id=default_cluster_id(), flavor=h100, capacity=10)
     for slug in ("acme", "bravo"):
         tenant = factories.tenant(slug, phase="ready")
         scheduling_actions.set_quota(tenant, flavor="h100", nominal=4)

@@ -87,6 +87,10 @@ def pod_env(rendered: Rendered, container: dict[str, Any], secret: dict[str, str
         if "value" in item:
             env[item["name"]] = item["value"]
             continue
+        if "fieldRef" in item["valueFrom"]:  # the downward API: the pod's IP is this machine's loopback here
+            assert item["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP", item
+            env[item["name"]] = "127.0.0.1"
+            continue
         ref = item["valueFrom"]["secretKeyRef"]
         if ref["key"] in secret:
             env[item["name"]] = secret[ref["key"]]

@@ -16,7 +16,7 @@ from django.test import Client
 from billing.models import Price
 from gpufleet import clock
 from gpufleet.audit.models import AuditEvent
-from scheduling.models import Flavor, GpuModel, GpuNodePool, Quota
+from scheduling.models import ClusterFlavor, Flavor, GpuModel, GpuNodePool, Quota, default_cluster_id
 from tests.portal.test_forms import field_group
 from tests.support import factories
 
@@ -26,7 +26,9 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def world(db) -> dict:
     model = GpuModel.objects.create(name="a100-80gb", dcgm_model_name="NVIDIA A100-SXM4-80GB", memory_mib=81920)
-    Flavor.objects.create(name="a100", gpu_model=model, mode="whole", weight=1, capacity=8)
+    a100 = Flavor.objects.create(name="a100", gpu_model=model, mode="whole", weight=1, capacity=8)
+    # Offered where the tenants are placed (`default`), as create_flavor() does: quotas are checked per cluster.
+    ClusterFlavor.objects.create(cluster_id=default_cluster_id(), flavor=a100, capacity=8)
     people = {
         "platform": factories.user("root", roles={"platform-admin"}),
         "billing": factories.user("finance", roles={"billing-admin"}),

@@ -16,7 +16,7 @@ import redis
 from django.conf import settings
 from django.db import connection
 
-from .database import database_url
+from .database import database_url as url_of
 from .services import REPO, missing, running
 
 
@@ -33,9 +33,10 @@ def redis_available(url: str) -> bool:
 
 @contextmanager
 def celery_worker(gitops_repo: Path, log_path: Path, *, broker: str | None = None, queue: str | None = None,
-                  pool: str = "solo", own_session: bool = False) -> Iterator[str]:
+                  pool: str = "solo", own_session: bool = False, database_url: str | None = None) -> Iterator[str]:
     """Start `celery worker` on a private queue (or `queue`); yield the queue name; stop it.
 
+    `database_url`: the test database through another address (a fault test's proxy it can cut).
     `own_session` puts the worker (and its pool children) in a process group of its own, so that a
     fault test can kill the whole group with SIGKILL (`kill_group`).
     """
@@ -47,7 +48,7 @@ def celery_worker(gitops_repo: Path, log_path: Path, *, broker: str | None = Non
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "gpufleet.settings.test",
-        "DATABASE_URL": database_url(db),
+        "DATABASE_URL": database_url or url_of(db),
         "CELERY_BROKER_URL": url,
         "CELERY_TASK_DEFAULT_QUEUE": queue,
         "GPUFLEET_GITOPS_REPO": str(gitops_repo),

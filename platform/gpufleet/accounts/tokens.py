@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 from functools import cache
 from typing import Any
@@ -17,6 +18,9 @@ from gpufleet.api.dataversion import VERSION_SQL
 
 from .models import TOKEN_PREFIX, ApiToken, hash_secret
 from .roles import PLATFORM_ROLES, remember_roles
+
+BEARER = re.compile(r"([!-~]+) +([!-~]+)", re.ASCII)
+WHITESPACE = " \t\u00a0\u0085"
 
 # Writing last_used_at on every request would turn every read into a write; once a minute is plenty.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -83,10 +87,16 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         header = authentication.get_authorization_header(request).decode("latin-1")
         if not header:
             return None
-        parts = header.split()
-        # split() drops every Unicode space (NBSP, U+0085...): a header of only those has no parts at all.
-        if len(parts) != 2 or parts[0] != self.keyword or not parts[1].startswith(TOKEN_PREFIX):
+        # RFC 9110 §11.6.2/§11.4: the scheme, one or more SP (0x20), the credentials in visible ASCII. Not
+        # str.split(): it also splits on NBSP (U+00A0, the byte A0 as WSGI's latin-1 hands it over) and U+0085,
+        # so "Bearer<NBSP>gpf_..." authenticated although no HTTP parser reads it as a Bearer credential.
+        match = BEARER.fullmatch(header.strip(" \t"))  # a field value's own leading/trailing OWS only
+        if match is None or match[1] != self.keyword or not match[2].startswith(TOKEN_PREFIX):
+            if header.lstrip(WHITESPACE).startswith(self.keyword):  # ours, but not readable: refused, not ignored
+                raise exceptions.AuthenticationFailed(
+                    "malformed Authorization header: 'Bearer', a space, then the token")
             return None
+        parts = [match[1], match[2]]
         # The user's platform roles come with the token, so the views' role checks (roles.has_role) cost
         # no query of their own: one query authenticates a read.
         now = clock.now()

@@ -133,6 +133,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         response.data = problem(response.status_code, "invalid", _flatten(exc.detail))
     elif isinstance(exc, exceptions.APIException):
         detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+        if response.status_code >= 500:
+            # A dependency failed (cluster, metrics server...): its error text names hosts, queries and
+            # exceptions. The caller gets the exception's fixed sentence; the operator the log line.
+            log.warning("%s in %s: %s", type(exc).__name__, context.get("view").__class__.__name__, detail)
+            detail = str(type(exc).default_detail)
         codes = exc.get_codes()
         response.data = problem(response.status_code, codes if isinstance(codes, str) else "error",
                                 [{"field": "", "reason": str(detail)}])

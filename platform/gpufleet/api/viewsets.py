@@ -30,6 +30,10 @@ class _AuditActor:
         set_actor(user_id=user.pk if user.is_authenticated else None, token_id=token.pk if token else None)
 
 
+# For plain APIViews that are not resources (no ETag / If-Match, no Idempotency-Key): the audit actor only.
+AuditActor = _AuditActor
+
+
 class AuditActorMixin(ConditionalMixin, IdempotencyMixin, _AuditActor):
     """The base of every API view: audit actor, Idempotency-Key on POST, ETag / If-Match (conditional.py)."""
 

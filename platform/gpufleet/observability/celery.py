@@ -1,7 +1,8 @@
 """Celery task durations for `/metrics`, and the worker's own metrics endpoint.
 
 A worker pod has no web server, so with GPUFLEET_WORKER_METRICS_PORT set the worker's main process
-serves the merged samples of its pool processes (PROMETHEUS_MULTIPROC_DIR) on that port.
+serves the merged samples of its pool processes (PROMETHEUS_MULTIPROC_DIR) on that port, at
+GPUFLEET_WORKER_METRICS_ADDR (the chart: the pod IP; unset: 127.0.0.1).
 """
 
 from __future__ import annotations
@@ -37,4 +38,7 @@ def _serve_worker_metrics(**_: Any) -> None:
 
         from .metrics import registry
 
-        start_http_server(int(port), registry=registry())
+        # Where the chart says (the pod's own IP, so the PodMonitor reaches it); loopback when nothing says:
+        # prometheus_client's default, 0.0.0.0, would publish task names and tenant counts on every interface.
+        address = os.environ.get("GPUFLEET_WORKER_METRICS_ADDR", "") or "127.0.0.1"
+        start_http_server(int(port), addr=address, registry=registry())

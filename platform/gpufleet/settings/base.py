@@ -44,6 +44,8 @@ MIDDLEWARE = [
     # First: times every request, including the ones later middleware answers (redirects, 403s).
     "gpufleet.observability.metrics.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Cache-Control: no-store on whatever a signed-in user or a token gets (after the view: DRF's token auth).
+    "gpufleet.nostore.NoStoreForAuthenticatedMiddleware",
     # Content-Security-Policy on every response (CONTENT_SECURITY_POLICY below).
     "csp.middleware.CSPMiddleware",
     # Static files straight from the app: production needs no extra web server or collectstatic step.

@@ -54,3 +54,7 @@ CSRF_COOKIE_SECURE = True
 # Preloading is a promise to browser vendors an operator makes for the whole domain; we do not make it
 # for them (set SECURE_HSTS_PRELOAD=1 to opt in), so the check that asks for it is silenced on purpose.
 SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
+
+# No browsable API in production: its HTML forms are a second UI nobody reviews (CSP, CSRF, what it echoes);
+# the portal is the UI and clients get JSON. (Development and tests keep DRF's default renderers.)
+REST_FRAMEWORK = {**REST_FRAMEWORK, "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"]}  # noqa: F405
