@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from infra.manifests import TENANT_LABEL, Manifest, to_yaml
+from infra.manifests import INSTALLS_CRDS, TENANT_LABEL, Manifest, to_yaml
 from tenants.render import RenderContext, platform_metadata, platform_section
 
 from .inputs import Catalog
@@ -164,6 +164,10 @@ def helm_release(component: Component, ctx: RenderContext, cat: Catalog) -> Mani
         spec["chart"] = {"spec": {"chart": component.chart, "version": component.version, "sourceRef": ref,
                                   "interval": "1h"}}
     meta = platform_metadata(component.name, ctx.flux_namespace, **{"gpufleet.io/component": component.name})
+    if component.crds:
+        # What this release installs, so the kube backend waits for these CRDs (not PermanentError) and applies
+        # the custom resources after them (docs/compatibility.md, "B2 bootstrap order").
+        meta["annotations"] = {INSTALLS_CRDS: ",".join(name for name, _ in component.crds)}
     return {"apiVersion": HELM, "kind": "HelmRelease", "metadata": meta, "spec": spec}
 
 
