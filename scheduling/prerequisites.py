@@ -53,7 +53,9 @@ COMPONENTS: tuple[Component, ...] = (
               "GPU quota, fair sharing, borrowing, flavors, topology-aware placement"),
     Component("kai-scheduler", "kai-scheduler", "kai-scheduler", "v0.13.0", ">=0.13.0 <0.14",
               "oci://ghcr.io/nvidia/kai-scheduler/kai-scheduler",
-              (("queues.scheduling.run.ai", "v2"), ("podgroups.scheduling.run.ai", "v2alpha2")),
+              (("queues.scheduling.run.ai", "v2"), ("podgroups.scheduling.run.ai", "v2alpha2"),
+               # the platform renders KAI Topologies too (deployments/kai-scheduler/crds/, v0.13.0)
+               ("topologies.kai.scheduler", "v1alpha1")),
               "gang scheduling and hierarchical GPU queues"),
     Component("hami", "hami-system", "hami", "2.10.0", ">=2.10.0 <2.11", "https://project-hami.github.io/HAMi/",
               (), "fractional GPUs (memory/cores) for trusted tenants"),

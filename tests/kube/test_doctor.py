@@ -34,6 +34,7 @@ CRD_FILES = (
     "kueue/kueue.x-k8s.io_resourceflavors.yaml", "kueue/kueue.x-k8s.io_cohorts.yaml",
     "kueue/kueue.x-k8s.io_topologies.yaml", "kueue/kueue.x-k8s.io_workloadpriorityclasses.yaml",
     "kai-scheduler/scheduling.run.ai_queues.yaml", "kai-scheduler/scheduling.run.ai_podgroups.yaml",
+    "kai-scheduler/kai.scheduler_topologies.yaml",
     "keda/keda.sh_scaledobjects.yaml", "kyverno/kyverno.io_policies.yaml", "kyverno/kyverno.io_clusterpolicies.yaml",
     "karpenter/karpenter.sh_nodepools.yaml", "karpenter/karpenter.sh_nodeclaims.yaml",
     "karpenter/karpenter.sh_nodeoverlays.yaml",
