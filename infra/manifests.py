@@ -37,6 +37,8 @@ KIND_ORDER = [
     "CiliumNetworkPolicy",
     "NetworkPolicy",
     "Policy",
+    # The vCluster's serving CA (an ExternalSecret) before the release that mounts it.
+    "ExternalSecret",
     "HelmRepository",
     "OCIRepository",
     "HelmRelease",

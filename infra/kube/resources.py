@@ -35,6 +35,8 @@ RENDERED_KINDS: tuple[tuple[str, str, str], ...] = (
     ("source.toolkit.fluxcd.io/v1", "OCIRepository", "ocirepositories"),
     ("helm.toolkit.fluxcd.io/v2", "HelmRelease", "helmreleases"),
     ("keda.sh/v1alpha1", "ScaledObject", "scaledobjects"),
+    # The vCluster's serving CA, copied from OpenBao by External Secrets (tenants/isolation/vcluster.py).
+    ("external-secrets.io/v1", "ExternalSecret", "externalsecrets"),
     # Inference endpoints (scheduling.endpoints): serving Deployment, its Service and scrape object.
     ("apps/v1", "Deployment", "deployments"),
     ("v1", "Service", "services"),
