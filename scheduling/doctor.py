@@ -8,7 +8,7 @@ scheduling.nodepools), so the doctor and the GitOps output cannot disagree.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -209,15 +209,18 @@ def check_topology_labels(read: Read, cat: Catalog) -> list[Finding]:
     return out or [_ok("topology/nodes", "every node of a topology-aware flavor carries the levels")]
 
 
-def diagnose(read: Read, cat: Catalog) -> list[Finding]:
+def diagnose(read: Read, cat: Catalog,
+             more: Sequence[tuple[str, Callable[[], list[Finding]]]] = ()) -> list[Finding]:
     """Every check; one the cluster refuses to answer (403, a timeout) is itself a failed finding, so a
-    partial view never reads as a healthy cluster and never hides the other checks."""
+    partial view never reads as a healthy cluster and never hides the other checks. `more`: further named
+    checks (scheduling.doctor_blockers)."""
     checks: list[tuple[str, Callable[[], list[Finding]]]] = [
         ("crds", lambda: check_crds(read)),
         ("kueue/configuration", lambda: check_kueue_config(read, cat)),
         ("hami/webhook", lambda: check_hami_webhook(read, cat)),
         ("karpenter", lambda: check_node_pools(read, cat)),
         ("topology/nodes", lambda: check_topology_labels(read, cat)),
+        *more,
     ]
     out: list[Finding] = []
     for name, run in checks:

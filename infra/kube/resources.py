@@ -60,6 +60,8 @@ READ_ONLY_RESOURCES: tuple[tuple[str, str], ...] = (
     ("", "nodes"),
     ("", "configmaps"),
     ("karpenter.k8s.aws", "ec2nodeclasses"),
+    # The ClusterSecretStore that delivers the vCluster serving CA (doctor check vcluster/ca).
+    ("external-secrets.io", "clustersecretstores"),
 )
 # Node health remediation and pending-workload explanations (scheduling.nodehealth, scheduling.pending):
 # the narrow direct access the platform needs in either backend mode (infra/kube/nodes.py). Writes are

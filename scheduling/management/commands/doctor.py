@@ -1,7 +1,9 @@
 """gpufleet doctor [--json] [--kubeconfig PATH] [--context NAME]: check a cluster against the matrix.
 
 Read-only: GETs on the Kubernetes API (CRDs, Kueue's manager ConfigMap, HAMi's webhook, Karpenter's
-NodePools and node classes, node labels). Exit status 1 when any check fails. docs/compatibility.md.
+NodePools and node classes, node labels, the vCluster CA's ClusterSecretStore), plus the registered clusters'
+delivery credentials and the platform tree's bootstrap order (issue 26 blockers, scheduling.doctor_blockers).
+Exit status 1 when any check fails. docs/compatibility.md.
 """
 
 from __future__ import annotations
@@ -14,7 +16,11 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from infra.errors import InfraError
 from infra.kube.backend import KubernetesBackend
 from scheduling.doctor import diagnose
+from scheduling.doctor_blockers import blocker_checks
 from scheduling.inputs import load_catalog
+from scheduling.models import Cluster
+from scheduling.sync_objects import SyncTarget
+from tenants.render import RenderContext, render_platform
 
 
 class Command(BaseCommand):
@@ -31,7 +37,13 @@ class Command(BaseCommand):
             GPUFLEET_KUBE_CONTEXT = opts["context"] or getattr(settings, "GPUFLEET_KUBE_CONTEXT", "")
 
         try:
-            findings = diagnose(KubernetesBackend.from_settings(Source).read, load_catalog()["scheduling"])
+            read = KubernetesBackend.from_settings(Source).read
+            findings = diagnose(read, load_catalog()["scheduling"], blocker_checks(
+                read, platform=lambda: render_platform(RenderContext.from_settings()),
+                targets=lambda: [SyncTarget.of(c) for c in Cluster.objects.all()],
+                store=getattr(settings, "GPUFLEET_VCLUSTER_CA_STORE", ""),
+                openbao=bool(getattr(settings, "GPUFLEET_OPENBAO_ADDR", "")),
+                bundle=getattr(settings, "GPUFLEET_VCLUSTER_CA_BUNDLE", "")))
         except InfraError as exc:
             raise CommandError(f"cannot read the cluster: {exc}") from exc
         failed = [f for f in findings if not f.ok]
