@@ -23,9 +23,16 @@ from . import config
 
 
 def _issued_ca(tenant: Any) -> str | None:
+    from infra.errors import InfraError
+
+    from ..errors import Conflict
     from ..secrets import vcluster_ca_cert
 
-    return vcluster_ca_cert(tenant)
+    try:
+        return vcluster_ca_cert(tenant)
+    except InfraError as exc:  # never a kubeconfig without the CA it should carry: say why, try again later
+        raise Conflict(f"the CA of '{tenant.slug}''s virtual cluster cannot be read from OpenBao now ({exc}); "
+                       "try again in a minute") from exc
 
 
 # Functions tenant -> PEM text (or None when unknown). Checked in order; the first answer wins.

@@ -200,3 +200,14 @@ def test_the_ca_is_issued_once_and_renewed_before_it_expires(openbao: OpenBao) -
     with pinned(NOW + pki.CA_LIFETIME - pki.RENEW_BEFORE):
         assert "renewed" in tenant_secrets.ensure("ca-once")[2]
     assert openbao.read_vcluster_ca("ca-once")["tls.crt"] != first["tls.crt"]
+
+
+def test_openbao_down_is_a_clear_conflict_not_a_kubeconfig_without_its_ca(settings) -> None:
+    from tenants.errors import Conflict
+
+    settings.GPUFLEET_OPENBAO_ADDR = f"http://127.0.0.1:{free_port()}"  # nothing listens
+    settings.GPUFLEET_OPENBAO_TOKEN = "t"
+    settings.OIDC_OP_ISSUER = "https://login.gpufleet.test"
+    tenant = factories.tenant("ca-down", "standard", phase=Phase.READY)
+    with pytest.raises(Conflict, match="cannot be read from OpenBao now"):
+        kubeconfig.kubeconfig_yaml(tenant)
