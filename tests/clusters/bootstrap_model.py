@@ -11,7 +11,8 @@ in the upstream reference index (CHART_GROUPS), so a CRD the platform forgot to 
 
 How each tool applies, following upstream:
 - Flux kustomize-controller: a Kustomization runs only when every `dependsOn` is Ready
-  (fluxcd/kustomize-controller checkDependencies); it applies with ApplyAllStaged -- CRDs and Namespaces
+  (fluxcd/kustomize-controller@186fb3b:internal/controller/kustomization_controller.go:246 and :558-600
+  checkDependencies); it applies with ApplyAllStaged (:960; with `wait`, checkHealth :997) -- CRDs and Namespaces
   first, then ApplyAll of the rest, which dry-runs EVERY object and returns on the first error, applying
   nothing of that batch (fluxcd/pkg@e2cfd1a:ssa/manager_apply.go:206-284 ApplyAll, :347-420 ApplyAllStaged).
   With `wait` it is Ready only when what it applied is ready (a HelmRelease: installed). The GitRepository's
