@@ -37,6 +37,8 @@ KIND_ORDER = [
     "CiliumNetworkPolicy",
     "NetworkPolicy",
     "Policy",
+    # The vCluster's serving CA (an ExternalSecret) before the release that mounts it.
+    "ExternalSecret",
     "HelmRepository",
     "OCIRepository",
     "HelmRelease",
@@ -47,6 +49,34 @@ KIND_ORDER = [
     "ScaledObject",
 ]
 
+
+# Objects that install CRDs (a HelmRelease's chart, and the sources it is fetched from): on a fresh cluster they
+# must be applied -- and their CRDs Established -- before any custom resource of those CRDs (docs/compatibility.md,
+# "B2 bootstrap order"). (group, kind).
+INSTALLER_KINDS = frozenset({
+    ("helm.toolkit.fluxcd.io", "HelmRelease"),
+    ("source.toolkit.fluxcd.io", "HelmRepository"),
+    ("source.toolkit.fluxcd.io", "OCIRepository"),
+})
+# On a HelmRelease: the CRDs its chart installs, comma-separated (`<plural>.<group>`), so whoever applies the
+# tree (the kube backend, `gpufleet doctor`) knows what to wait for without knowing the chart.
+INSTALLS_CRDS = "gpufleet.io/installs-crds"
+
+
+def is_installer(manifest: Mapping[str, Any]) -> bool:
+    api_version = str(manifest.get("apiVersion", ""))
+    return (api_version.rpartition("/")[0], str(manifest.get("kind", ""))) in INSTALLER_KINDS
+
+
+def installed_crds(manifests: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """CRD name -> the HelmRelease (namespace/name) whose chart installs it, from INSTALLS_CRDS."""
+    found: dict[str, str] = {}
+    for m in manifests:
+        meta = m.get("metadata") or {}
+        for crd in str((meta.get("annotations") or {}).get(INSTALLS_CRDS, "")).split(","):
+            if crd.strip():
+                found[crd.strip()] = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+    return found
 
 @dataclass(frozen=True, order=True)
 class ObjectRef:

@@ -30,6 +30,8 @@ from .errors import PermanentError, TransientError
 DEFAULT_MOUNT = "gpufleet"
 DEFAULT_KUBERNETES_AUTH = "kubernetes"
 VCLUSTER_ADMIN = "vcluster-admin"
+# The vCluster's serving CA (infra/pki.py), below the platform path: never in the tenant's own policy.
+VCLUSTER_CA = "vcluster-ca"
 
 _TRANSIENT = (
     hvac_errors.InternalServerError,
@@ -240,6 +242,27 @@ class OpenBao:
                 secret={"kubeconfig": kubeconfig},
                 mount_point=self.mount,
             )
+
+    def store_vcluster_ca(self, slug: str, cert_pem: str, key_pem: str) -> None:
+        """The vCluster's serving CA, read by External Secrets into the tenant namespace (VCLUSTER_CA)."""
+        names = self.names(slug)
+        with _mapped(f"write {names.platform_path}/{VCLUSTER_CA}"):
+            self.client.secrets.kv.v2.create_or_update_secret(
+                path=f"{names.platform_path}/{VCLUSTER_CA}", secret={"tls.crt": cert_pem, "tls.key": key_pem},
+                mount_point=self.mount,
+            )
+
+    def read_vcluster_ca(self, slug: str) -> dict[str, str] | None:
+        names = self.names(slug)
+        with _mapped(f"read {names.platform_path}/{VCLUSTER_CA}"):
+            try:
+                got = self.client.secrets.kv.v2.read_secret_version(
+                    path=f"{names.platform_path}/{VCLUSTER_CA}", mount_point=self.mount,
+                    raise_on_deleted_version=True,
+                )
+            except hvac_errors.InvalidPath:
+                return None
+        return {str(k): str(v) for k, v in got["data"]["data"].items()}
 
     def read_vcluster_admin(self, slug: str) -> str | None:
         names = self.names(slug)

@@ -8,7 +8,7 @@ scheduling.nodepools), so the doctor and the GitOps output cannot disagree.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -396,9 +396,12 @@ def check_hami_device_plugin(read: Read, cat: Catalog) -> list[Finding]:
     return out or [_ok(check, "the HAMi pools are not on the cluster yet")]
 
 
-def diagnose(read: Read, cat: Catalog, *, chart_version: str = "0.36.1", syncer_image: str = "") -> list[Finding]:
+def diagnose(read: Read, cat: Catalog,
+             more: Sequence[tuple[str, Callable[[], list[Finding]]]] = (), *,
+             chart_version: str = "0.36.1", syncer_image: str = "") -> list[Finding]:
     """Every check; one the cluster refuses to answer (403, a timeout) is itself a failed finding, so a
-    partial view never reads as a healthy cluster and never hides the other checks."""
+    partial view never reads as a healthy cluster and never hides the other checks. `more`: further named
+    checks (scheduling.doctor_blockers)."""
     checks: list[tuple[str, Callable[[], list[Finding]]]] = [
         ("crds", lambda: check_crds(read)),
         ("kueue/configuration", lambda: check_kueue_config(read, cat)),
@@ -409,6 +412,7 @@ def diagnose(read: Read, cat: Catalog, *, chart_version: str = "0.36.1", syncer_
         ("vcluster/syncer", lambda: check_vcluster_syncers(read, chart_version, syncer_image)),
         ("vcluster/pods", lambda: check_vcluster_pods(read)),
         ("hami/device-plugin", lambda: check_hami_device_plugin(read, cat)),
+        *more,
     ]
     out: list[Finding] = []
     for name, run in checks:

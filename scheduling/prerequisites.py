@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from infra.manifests import TENANT_LABEL, Manifest, to_yaml
+from infra.manifests import INSTALLS_CRDS, TENANT_LABEL, Manifest, to_yaml
 from tenants.render import RenderContext, platform_metadata, platform_section
 
 from . import nodepools
@@ -57,7 +57,9 @@ COMPONENTS: tuple[Component, ...] = (
               "GPU quota, fair sharing, borrowing, flavors, topology-aware placement"),
     Component("kai-scheduler", "kai-scheduler", "kai-scheduler", "v0.13.0", ">=0.13.0 <0.14",
               "oci://ghcr.io/nvidia/kai-scheduler/kai-scheduler",
-              (("queues.scheduling.run.ai", "v2"), ("podgroups.scheduling.run.ai", "v2alpha2")),
+              (("queues.scheduling.run.ai", "v2"), ("podgroups.scheduling.run.ai", "v2alpha2"),
+               # the platform renders KAI Topologies too (deployments/kai-scheduler/crds/, v0.13.0)
+               ("topologies.kai.scheduler", "v1alpha1")),
               "gang scheduling and hierarchical GPU queues"),
     Component("hami", "hami-system", "hami", "2.10.0", ">=2.10.0 <2.11", "https://project-hami.github.io/HAMi/",
               (), "fractional GPUs (memory/cores) for trusted tenants"),
@@ -189,6 +191,10 @@ def helm_release(component: Component, ctx: RenderContext, cat: Catalog) -> Mani
         spec["chart"] = {"spec": {"chart": component.chart, "version": component.version, "sourceRef": ref,
                                   "interval": "1h"}}
     meta = platform_metadata(component.name, ctx.flux_namespace, **{"gpufleet.io/component": component.name})
+    if component.crds:
+        # What this release installs, so the kube backend waits for these CRDs (not PermanentError) and applies
+        # the custom resources after them (docs/compatibility.md, "B2 bootstrap order").
+        meta["annotations"] = {INSTALLS_CRDS: ",".join(name for name, _ in component.crds)}
     return {"apiVersion": HELM, "kind": "HelmRelease", "metadata": meta, "spec": spec}
 
 

@@ -47,7 +47,37 @@ def ensure(slug: str, backend: Any = None) -> tuple[str, str, str]:
         f"KV v2 {names.mount}/{names.path}/, policy {names.policy}, Kubernetes-auth role {names.role} "
         f"bound to namespace {names.namespace}"
     )
-    return "True", "Provisioned", message + capture_vcluster_admin(bao, slug, backend)
+    return "True", "Provisioned", message + ensure_vcluster_ca(bao, slug) + capture_vcluster_admin(bao, slug, backend)
+
+
+def ensure_vcluster_ca(bao: OpenBao, slug: str) -> str:
+    """Issue the vCluster's serving CA (infra/pki.py) once, and again before it expires. Idempotent: a CA that
+    is still good is left alone, so the kubeconfigs people already hold keep verifying."""
+    from gpufleet.clock import now
+    from infra import pki
+
+    if not ca_enabled():
+        return ""
+    found = bao.read_vcluster_ca(slug)
+    if found and found.get("tls.key") and not pki.needs_renewal(found.get("tls.crt", ""), now()):
+        return "; vCluster serving CA in OpenBao"
+    cert, key = pki.new_ca(f"gpufleet vCluster {slug}", now())
+    bao.store_vcluster_ca(slug, cert, key)
+    return "; vCluster serving CA issued into OpenBao" + (" (renewed: restart the vCluster)" if found else "")
+
+
+def ca_enabled() -> bool:
+    """The platform issues each vCluster's serving CA (GPUFLEET_VCLUSTER_CA_STORE names the ClusterSecretStore
+    External Secrets reads it through; empty turns it off)."""
+    return bool(getattr(settings, "GPUFLEET_VCLUSTER_CA_STORE", ""))
+
+
+def vcluster_ca_cert(tenant: Any) -> str | None:
+    """The kubeconfig's CA (tenants.isolation.kubeconfig.CA_PROVIDERS): the CA the platform issued, from OpenBao."""
+    if not (configured() and ca_enabled()):
+        return None
+    found = client().read_vcluster_ca(tenant.slug)
+    return (found or {}).get("tls.crt") or None
 
 
 def capture_vcluster_admin(bao: OpenBao, slug: str, backend: Any) -> str:

@@ -23,13 +23,43 @@ from kubernetes.client.exceptions import ApiException
 
 from ..backend import ApplyResult
 from ..errors import PermanentError, TransientError
-from ..manifests import Manifest, ObjectRef, Owner, kind_rank, ref, sort_manifests
+from ..manifests import (
+    INSTALLS_CRDS,
+    Manifest,
+    ObjectRef,
+    Owner,
+    installed_crds,
+    is_installer,
+    kind_rank,
+    ref,
+    sort_manifests,
+)
 from .resources import PRUNE_KINDS, Resource, discovery_path, parse_resource_list
 
 APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
 TRANSIENT_STATUSES = {409, 429, 500, 502, 503, 504}
 # What the server needs to finish deleting (finalizers) before the next rank may go.
 WAIT_DELAY = 5.0
+# A HelmRelease installs its chart's CRDs asynchronously (helm-controller); until they are Established the
+# custom resources of those CRDs wait, and the task retries after this long.
+CRD_WAIT_DELAY = 15.0
+CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
+
+
+def bootstrap_order(manifests: list[Manifest]) -> list[Manifest]:
+    """Namespaces, then what installs CRDs (sources, and the HelmReleases that say which CRDs they install),
+    then everything else -- each part in KIND_ORDER. A tenant's vCluster release installs no CRD and stays
+    last, after the quotas and policies its pods must meet."""
+
+    def stage(m: Manifest) -> int:
+        if m.get("kind") == "Namespace":
+            return 0
+        annotations = (m.get("metadata") or {}).get("annotations") or {}
+        if is_installer(m) and (m.get("kind") != "HelmRelease" or INSTALLS_CRDS in annotations):
+            return 1
+        return 2
+
+    return sorted(manifests, key=stage)  # stable: KIND_ORDER within each stage
 
 
 def status_message(status: int, body: Any, what: str) -> str:
@@ -171,8 +201,14 @@ class KubernetesBackend:
         created: list[str] = []
         updated: list[str] = []
         unchanged: list[str] = []
-        for manifest in desired:
+        installs = installed_crds(desired)
+        waiting: list[str] = []
+        for manifest in bootstrap_order(desired):
             obj = ref(manifest)
+            pending = self._crds_pending(obj, installs)
+            if pending:
+                waiting.append(f"{obj.key} (CRD {', '.join(pending)})")
+                continue
             before = found.get(identity(obj))
             after = self._server_side_apply(obj, manifest)
             if before is None:
@@ -181,8 +217,38 @@ class KubernetesBackend:
                 updated.append(obj.key)
             else:
                 unchanged.append(obj.key)
+        if waiting:
+            # Everything else is applied; what waits is retried, never a PermanentError: on a fresh cluster the
+            # CRDs come with the releases just applied (docs/compatibility.md, "B2 bootstrap order").
+            raise TransientError("applied all but " + "; ".join(waiting) + ": waiting for the CRDs their "
+                                 "HelmReleases install to be Established", delay=CRD_WAIT_DELAY)
         pruned = self._prune([obj for obj in existing if identity(obj) not in wanted])
         return ApplyResult(created=created, updated=updated, unchanged=unchanged, pruned=pruned)
+
+    def _crds_pending(self, obj: ObjectRef, installs: dict[str, str]) -> list[str]:
+        """The CRDs of `obj`'s group that a HelmRelease of this apply installs and that are not Established yet
+        (empty when the kind is served, or no release of ours installs it: then `_require` says so as before)."""
+        if self.resource(obj.api_version, obj.kind) is not None:
+            return []
+        ours = sorted(name for name in installs if name.partition(".")[2] == obj.group)
+        if not ours:
+            return []
+        pending = [name for name in ours if not self.crd_established(name)]
+        if not pending:  # Established since discovery was read: read it again
+            self._discovered.pop(obj.api_version, None)
+            if self.resource(obj.api_version, obj.kind) is not None:
+                return []
+            return [f"{name} established but {obj.kind} not served in {obj.api_version}" for name in ours]
+        return [f"{name} from HelmRelease {installs[name]}" for name in pending]
+
+    def crd_established(self, name: str) -> bool:
+        """The CRD exists and its Established condition is True (the API server serves its kinds)."""
+        status, data, retry_after = self._request("GET", CRD_PATH + name)
+        if status == 404:
+            return False
+        raise_for_status(status, data, f"GET {CRD_PATH}{name}", retry_after)
+        conditions = ((data or {}).get("status") or {}).get("conditions") or []
+        return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
 
     def prune(self, owner: str, select: Callable[[ObjectRef], bool] | None = None) -> ApplyResult:
         """Delete the owner's objects that `select` picks (all when None), in reverse KIND_ORDER.

@@ -36,6 +36,8 @@ RENDERED_KINDS: tuple[tuple[str, str, str], ...] = (
     ("source.toolkit.fluxcd.io/v1", "OCIRepository", "ocirepositories"),
     ("helm.toolkit.fluxcd.io/v2", "HelmRelease", "helmreleases"),
     ("keda.sh/v1alpha1", "ScaledObject", "scaledobjects"),
+    # The vCluster's serving CA, copied from OpenBao by External Secrets (tenants/isolation/vcluster.py).
+    ("external-secrets.io/v1", "ExternalSecret", "externalsecrets"),
     # Inference endpoints (scheduling.endpoints): serving Deployment, its Service and scrape object.
     ("apps/v1", "Deployment", "deployments"),
     ("v1", "Service", "services"),
@@ -61,6 +63,8 @@ READ_ONLY_RESOURCES: tuple[tuple[str, str], ...] = (
     ("", "nodes"),
     ("", "configmaps"),
     ("karpenter.k8s.aws", "ec2nodeclasses"),
+    # The ClusterSecretStore that delivers the vCluster serving CA (doctor check vcluster/ca).
+    ("external-secrets.io", "clustersecretstores"),
 )
 # Node health remediation and pending-workload explanations (scheduling.nodehealth, scheduling.pending):
 # the narrow direct access the platform needs in either backend mode (infra/kube/nodes.py). Writes are

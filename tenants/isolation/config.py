@@ -32,6 +32,9 @@ class IsolationSettings:
     metadata_cidrs: tuple[str, ...] = ("169.254.169.254/32", "fd00:ec2::254/128")
     # The platform's metrics scraper (VictoriaMetrics/Prometheus): KEDA and billing read what it scrapes.
     monitoring_namespace: str = "monitoring"
+    # The ClusterSecretStore External Secrets reads the platform-issued vCluster serving CA through (OpenBao);
+    # "" = the vCluster makes its own CA (no kubeconfig can carry it). vcluster.serving_ca_manifests.
+    ca_store: str = ""
 
     def group(self, slug: str, role: str) -> str:
         return self.group_template.format(slug=slug, role=role)
@@ -87,6 +90,7 @@ def settings_from(django_settings: Any) -> IsolationSettings:
         ingress_namespace=get("GPUFLEET_INGRESS_NAMESPACE", base.ingress_namespace),
         ingress_labels=tuple(sorted(labels.items())),
         monitoring_namespace=get("GPUFLEET_MONITORING_NAMESPACE", base.monitoring_namespace),
+        ca_store=getattr(django_settings, "GPUFLEET_VCLUSTER_CA_STORE", "") or "",
     )
 
 

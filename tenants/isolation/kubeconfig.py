@@ -4,11 +4,12 @@ People authenticate as themselves through the platform's OIDC issuer (kubelogin,
 PKCE); the virtual API server trusts that issuer (see vcluster.oidc_args). So the file carries nothing
 that must be kept secret: no token, no password, no client key.
 
-The CA: the vCluster generates its own CA at install time, and gpufleet does not read it back today.
-CA_PROVIDERS is an extension point (functions tenant -> PEM, tried in order) and is EMPTY in gpufleet:
-no provider ships (none reads the vCluster's secret, from OpenBao or elsewhere). So the CA written is the
-operator-configured bundle (GPUFLEET_VCLUSTER_CA_BUNDLE, e.g. the ingress's CA) when set; else none, and
-kubectl verifies the server with the system roots (a publicly trusted ingress certificate).
+The CA (issue 26, B6): the platform issues each vCluster's serving CA (infra/pki.py), keeps it in OpenBao and
+has the chart sign the vCluster's serving certificate with it (tenants/isolation/vcluster.py); the first
+CA_PROVIDER reads its certificate back from OpenBao, so the kubeconfig trusts exactly that vCluster. Without
+it (GPUFLEET_VCLUSTER_CA_STORE empty, OpenBao not configured, or not issued yet) the CA written is the
+operator-configured bundle (GPUFLEET_VCLUSTER_CA_BUNDLE) when set; else none -- kubectl then uses the system
+roots, which a vCluster's own CA is never in: `gpufleet doctor` reports that as a failure ("vcluster/ca").
 """
 
 from __future__ import annotations
@@ -20,8 +21,22 @@ from typing import Any
 
 from . import config
 
+
+def _issued_ca(tenant: Any) -> str | None:
+    from infra.errors import InfraError
+
+    from ..errors import Conflict
+    from ..secrets import vcluster_ca_cert
+
+    try:
+        return vcluster_ca_cert(tenant)
+    except InfraError as exc:  # never a kubeconfig without the CA it should carry: say why, try again later
+        raise Conflict(f"the CA of '{tenant.slug}''s virtual cluster cannot be read from OpenBao now ({exc}); "
+                       "try again in a minute") from exc
+
+
 # Functions tenant -> PEM text (or None when unknown). Checked in order; the first answer wins.
-CA_PROVIDERS: list[Callable[[Any], str | None]] = []
+CA_PROVIDERS: list[Callable[[Any], str | None]] = [_issued_ca]
 KUBELOGIN_ARGS = ("oidc-login", "get-token")
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from infra.manifests import to_yaml_stream
+from infra.manifests import Manifest, to_yaml_stream
+from infra.openbao import VCLUSTER_CA, TenantSecrets
 
-from ..render import RenderContext, TenantView
+from ..render import RenderContext, TenantView, metadata, tenant_section
 from . import config
 
 # Tenant role -> ClusterRole inside the virtual cluster (Kubernetes' default user-facing roles).
@@ -55,6 +56,55 @@ def rbac_manifests(view: TenantView, settings: config.IsolationSettings) -> list
     ]
 
 
+# The serving CA the platform issues (infra/pki.py), as External Secrets writes it into the host namespace and
+# as the chart mounts it into the control plane. vCluster signs its serving certificate -- the one a client
+# sees through SSL passthrough, with the kubeconfig host among its SANs -- with the files named by
+# experimental.virtualClusterKubeConfig.serverCACert/serverCAKey (vcluster v0.36.1 pkg/server/cert/syncer.go:27-31,
+# pkg/config/config.go:42-73), re-signs when the CA changes (cert.go:101-103), and keeps its own client CA
+# apart: a server CA that differs from the client CA is upstream's split-CA mode (pkg/k8s/k8s.go:161-170,
+# 397-413), so client certificates are still signed and checked by the vCluster's own CA.
+SERVING_CA_SECRET = "vcluster-serving-ca"
+SERVING_CA_VOLUME = "gpufleet-serving-ca"
+SERVING_CA_DIR = "/var/run/gpufleet/serving-ca"
+
+
+def serving_ca_values(values: dict[str, Any]) -> None:
+    persistence = _child(values, "controlPlane", "statefulSet", "persistence")
+    # A secret volume that is not optional: the control plane does not start before External Secrets wrote the
+    # CA, so it can never generate a CA of its own first.
+    persistence["addVolumes"] = [*persistence.get("addVolumes", []), {
+        "name": SERVING_CA_VOLUME,
+        "secret": {"secretName": SERVING_CA_SECRET, "items": [{"key": "tls.crt", "path": "server-ca.crt"},
+                                                              {"key": "tls.key", "path": "server-ca.key"}]},
+    }]
+    persistence["addVolumeMounts"] = [*persistence.get("addVolumeMounts", []),
+                                      {"name": SERVING_CA_VOLUME, "mountPath": SERVING_CA_DIR, "readOnly": True}]
+    _child(values, "experimental")["virtualClusterKubeConfig"] = {
+        "serverCACert": f"{SERVING_CA_DIR}/server-ca.crt", "serverCAKey": f"{SERVING_CA_DIR}/server-ca.key"}
+
+
+@tenant_section("vcluster-serving-ca")
+def serving_ca_manifests(view: TenantView, ctx: RenderContext) -> list[Manifest]:
+    """The ExternalSecret that copies the platform-issued CA from OpenBao into the tenant's host namespace."""
+    settings = config.of_ctx(ctx)
+    if not settings.ca_store or not view.extra.get("home", True):
+        return []
+    key = f"{TenantSecrets(view.slug).platform_path}/{VCLUSTER_CA}"
+    return [{
+        "apiVersion": "external-secrets.io/v1",
+        "kind": "ExternalSecret",
+        "metadata": metadata(view, SERVING_CA_SECRET),
+        "spec": {
+            "refreshInterval": "1h",
+            "secretStoreRef": {"kind": "ClusterSecretStore", "name": settings.ca_store},
+            # Owner: the Secret goes with the ExternalSecret (tenant teardown); the CA stays in OpenBao.
+            "target": {"name": SERVING_CA_SECRET, "creationPolicy": "Owner", "deletionPolicy": "Retain"},
+            "data": [{"secretKey": name, "remoteRef": {"key": key, "property": name}}
+                     for name in ("tls.crt", "tls.key")],
+        },
+    }]
+
+
 def _child(values: dict[str, Any], *path: str) -> dict[str, Any]:
     node = values
     for key in path:
@@ -78,6 +128,8 @@ def extend_values(view: TenantView, ctx: RenderContext, values: dict[str, Any]) 
         _child(values, "controlPlane")["ingress"] = {"enabled": True, "host": host}
         proxy = _child(values, "controlPlane", "proxy")
         proxy["extraSANs"] = sorted({*proxy.get("extraSANs", []), host})
+    if settings.ca_store:
+        serving_ca_values(values)
     _child(values, "experimental", "deploy", "vcluster")["manifests"] = to_yaml_stream(
         rbac_manifests(view, settings)
     )

@@ -32,25 +32,88 @@ def test_valid_against_the_upstream_crds(tool: str) -> None:
     assert schemas.validate(docs) == []
 
 
+def elements(app_set: dict) -> list[dict]:
+    return app_set["spec"]["generators"][0]["list"]["elements"]
+
+
 def test_argocd_one_application_set_per_cluster_with_its_destination() -> None:
     sets = {d["metadata"]["name"]: d for d in sync_objects.argocd(TARGETS, REPO_URL)}
     assert sorted(sets) == ["gpufleet-default", "gpufleet-dev", "gpufleet-training"]
     training = sets["gpufleet-training"]["spec"]
-    assert training["template"]["spec"]["source"]["path"] == "clusters/training/{{.folder}}"
+    assert training["template"]["spec"]["source"]["path"] == "{{.path}}"
+    assert [(e["stage"], e["path"]) for e in elements(sets["gpufleet-training"])] == [
+        ("controllers", "clusters/training/platform"), ("configs", "clusters/training/platform"),
+        ("tenants", "clusters/training/tenants")]
     assert training["template"]["spec"]["destination"] == {"server": "https://training.example:6443"}
-    assert [e["folder"] for e in training["generators"][0]["list"]["elements"]] == ["platform", "tenants"]
     assert sets["gpufleet-default"]["spec"]["template"]["spec"]["destination"]["server"] == sync_objects.IN_CLUSTER
+
+
+def test_argocd_applications_skip_the_dry_run_of_missing_kinds_and_retry() -> None:
+    """B2: the configs/tenants Applications meet kinds whose CRDs the controllers install (gitops-engine
+    sync_context.go:881-902 skips their dry-run only with this option) and must retry until they exist."""
+    for app_set in sync_objects.argocd(TARGETS, REPO_URL):
+        policy = app_set["spec"]["template"]["spec"]["syncPolicy"]
+        assert "SkipDryRunOnMissingResource=true" in policy["syncOptions"]
+        assert policy["retry"]["limit"] < 0 and policy["retry"]["backoff"]["maxDuration"]
+        controllers, configs, tenants = elements(app_set)
+        assert controllers["include"] == configs["exclude"] != ""
+        assert "helmrelease.helm.toolkit.fluxcd.io_*.yaml" in controllers["include"]
+        assert controllers["exclude"] == configs["include"] == tenants["include"] == tenants["exclude"] == ""
+        assert [int(e["wave"]) for e in (controllers, configs, tenants)] == [0, 1, 2]
 
 
 def test_flux_kustomizations_per_cluster_reference_the_kubeconfig_secret() -> None:
     docs = sync_objects.flux(TARGETS, REPO_URL)
     kustomizations = {d["metadata"]["name"]: d["spec"] for d in docs if d["kind"] == "Kustomization"}
     assert kustomizations["gpufleet-dev-tenants"]["path"] == "./clusters/dev/tenants"
-    assert kustomizations["gpufleet-dev-tenants"]["dependsOn"] == [{"name": "gpufleet-dev-platform"}]
-    assert kustomizations["gpufleet-dev-platform"]["kubeConfig"] == {
-        "secretRef": {"name": "dev-kubeconfig", "key": "kubeconfig"}}
-    assert "kubeConfig" not in kustomizations["gpufleet-default-platform"]
+    assert kustomizations["gpufleet-dev-tenants"]["dependsOn"] == [{"name": "gpufleet-dev-configs"}]
+    assert kustomizations["gpufleet-dev-configs"]["dependsOn"] == [{"name": "gpufleet-dev-controllers"}]
+    assert "dependsOn" not in kustomizations["gpufleet-dev-controllers"]
+    assert kustomizations["gpufleet-dev-controllers"]["wait"] and kustomizations["gpufleet-dev-configs"]["wait"]
+    for stage in sync_objects.STAGES:
+        assert kustomizations[f"gpufleet-dev-{stage}"]["kubeConfig"] == {
+            "secretRef": {"name": "dev-kubeconfig", "key": "kubeconfig"}}
+        assert "kubeConfig" not in kustomizations[f"gpufleet-default-{stage}"]
     assert "apiVersion: v1\nkind: Config" not in yaml.safe_dump_all(docs)
+
+
+# --- B7: every cluster's tree goes to that cluster, or the render refuses -------------------------------------
+
+
+def test_argocd_addresses_a_cluster_registered_only_by_its_secret_by_name() -> None:
+    """Before: `kube_api or IN_CLUSTER` sent such a cluster's tree to the cluster Argo CD runs in."""
+    only_secret = sync_objects.SyncTarget("edge", "clusters/edge", "", "edge-kubeconfig")
+    (app_set,) = sync_objects.argocd([only_secret], REPO_URL)
+    assert app_set["spec"]["template"]["spec"]["destination"] == {"name": "edge"}
+
+
+@pytest.mark.parametrize("tool", ["argocd", "flux"])
+def test_two_clusters_without_credentials_are_refused(tool: str) -> None:
+    two_local = [sync_objects.SyncTarget("default", "clusters/default"), sync_objects.SyncTarget("b", "clusters/b")]
+    with pytest.raises(sync_objects.SyncTargetError, match="default, b name neither"):
+        getattr(sync_objects, tool)(two_local, REPO_URL)
+
+
+@pytest.mark.parametrize("target, why", [
+    (sync_objects.SyncTarget("edge", "clusters/edge", "https://edge:6443", ""), "no kubeconfig_secret"),
+    (sync_objects.SyncTarget("edge", "clusters/edge", "https://edge:6443", "/etc/kube/edge"), "is a file path"),
+])
+def test_flux_refuses_a_remote_cluster_without_a_secret(target, why: str) -> None:
+    """Before: the Kustomizations were rendered without kubeConfig, i.e. applied to Flux's own cluster."""
+    with pytest.raises(sync_objects.SyncTargetError, match=why):
+        sync_objects.flux([sync_objects.SyncTarget("default", "clusters/default"), target], REPO_URL)
+    assert sync_objects.argocd([target], REPO_URL)  # Argo CD addresses it by its kube_api
+
+
+@pytest.mark.django_db
+def test_render_sync_refuses_loudly(capsys) -> None:
+    from django.core.management.base import CommandError
+
+    from scheduling.models import Cluster
+
+    Cluster.objects.create(name="edge", kube_api="https://edge:6443")
+    with pytest.raises(CommandError, match="cluster edge: it has an API URL but no kubeconfig_secret"):
+        call_command("render", "--sync", "flux", "--repo-url", REPO_URL)
 
 
 @pytest.mark.django_db
@@ -60,3 +123,4 @@ def test_render_sync_prints_them_for_the_operator(capsys) -> None:
     docs = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
     assert {d["spec"]["path"] for d in docs if d["kind"] == "Kustomization"} == {
         "./clusters/default/platform", "./clusters/default/tenants"}
+    assert len([d for d in docs if d["kind"] == "Kustomization"]) == 3

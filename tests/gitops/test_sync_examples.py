@@ -31,7 +31,19 @@ def test_they_sync_main_and_the_platform_and_tenants_folders() -> None:
     paths = {o["spec"]["path"] for (kind, _), o in flux.items() if kind == "Kustomization"}
     assert paths == {"./clusters/default/platform", "./clusters/default/tenants"}
     assert all(o["spec"]["prune"] for (kind, _), o in flux.items() if kind == "Kustomization")
-    argo = objects("argocd.yaml")
-    assert {a["spec"]["source"]["path"] for a in argo} == {"clusters/default/platform", "clusters/default/tenants"}
-    assert all(a["spec"]["source"]["targetRevision"] == "main" for a in argo)
-    assert all(a["spec"]["syncPolicy"]["automated"]["prune"] for a in argo)
+    (argo,) = objects("argocd.yaml")
+    assert {e["path"] for e in argo["spec"]["generators"][0]["list"]["elements"]} == {
+        "clusters/default/platform", "clusters/default/tenants"}
+    template = argo["spec"]["template"]["spec"]
+    assert template["source"]["targetRevision"] == "main" and template["syncPolicy"]["automated"]["prune"]
+
+
+def test_the_examples_are_what_render_sync_prints() -> None:
+    """The examples cannot drift from the code that prints them (three stages, B2)."""
+    from infra.manifests import to_yaml_stream
+    from scheduling import sync_objects
+
+    default = [sync_objects.SyncTarget("default", "clusters/default")]
+    url = "ssh://git@git.example.com/platform/gpufleet-desired-state.git"
+    for name, tool in (("flux.yaml", sync_objects.flux), ("argocd.yaml", sync_objects.argocd)):
+        assert objects(name) == list(yaml.safe_load_all(to_yaml_stream(tool(default, url))))

@@ -34,10 +34,12 @@ CRD_FILES = (
     "kueue/kueue.x-k8s.io_resourceflavors.yaml", "kueue/kueue.x-k8s.io_cohorts.yaml",
     "kueue/kueue.x-k8s.io_topologies.yaml", "kueue/kueue.x-k8s.io_workloadpriorityclasses.yaml",
     "kai-scheduler/scheduling.run.ai_queues.yaml", "kai-scheduler/scheduling.run.ai_podgroups.yaml",
+    "kai-scheduler/kai.scheduler_topologies.yaml",
     "keda/keda.sh_scaledobjects.yaml", "kyverno/kyverno.io_policies.yaml", "kyverno/kyverno.io_clusterpolicies.yaml",
     "karpenter/karpenter.sh_nodepools.yaml", "karpenter/karpenter.sh_nodeclaims.yaml",
     "karpenter/karpenter.sh_nodeoverlays.yaml",
     "victoriametrics-operator/operator.victoriametrics.com_vmservicescrapes.yaml",
+    "external-secrets/external-secrets.io_externalsecrets.yaml",
 )
 
 
@@ -60,6 +62,9 @@ def catalog(db) -> None:
     actions.create_node_pool("h100-hami", flavor="h100-quarter", gpu_limit=8, instance_types=["p5.48xlarge"])
 
 
+ESTABLISHED = {"conditions": [{"type": "Established", "status": "True"}]}
+
+
 @pytest.fixture
 def healthy(kube: EmulatorThread, catalog, settings) -> EmulatorThread:
     """A cluster installed from the platform's own output (with a vCluster syncer that keeps Kueue's gates:
@@ -67,8 +72,14 @@ def healthy(kube: EmulatorThread, catalog, settings) -> EmulatorThread:
     settings.GPUFLEET_VCLUSTER_SYNCER_IMAGE = "registry.example.com/loft-sh/vcluster-pro:0.36.1-gates"
     reference = need_reference() / "crds"
     for name in CRD_FILES:
-        put(kube, "apiextensions.k8s.io", "v1", "customresourcedefinitions",
-            yaml.load((reference / name).read_text(), Loader=LOADER))
+        crd = yaml.load((reference / name).read_text(), Loader=LOADER)
+        crd["status"] = ESTABLISHED  # what the API server sets once it serves the kinds
+        put(kube, "apiextensions.k8s.io", "v1", "customresourcedefinitions", crd)
+    # The vCluster serving CA's path (issue 26, B6): OpenBao configured, External Secrets and its store Ready.
+    settings.GPUFLEET_OPENBAO_ADDR = "http://openbao.example:8200"
+    put(kube, "external-secrets.io", "v1", "clustersecretstores", {
+        "apiVersion": "external-secrets.io/v1", "kind": "ClusterSecretStore", "metadata": {"name": "gpufleet-openbao"},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
     cat = load_catalog()["scheduling"]
     put(kube, "", "v1", "configmaps", {
         "apiVersion": "v1", "kind": "ConfigMap",
@@ -189,7 +200,9 @@ def test_broken_hami_karpenter_and_topology_are_found(healthy, tmp_path, setting
     assert {"hami/webhook", "hami/webhook/platform-namespaces", "hami/webhook/tenant-namespaces",
             "karpenter/nodepool/h100-whole", "karpenter/nodepool/h100-hami",
             "karpenter/nodepool/h100-whole/nodeclass", "karpenter/nodepool/h100-hami/nodeclass",
-            "topology/node/gpu-2", "crd/scaledobjects.keda.sh"} == set(found)
+            "topology/node/gpu-2", "crd/scaledobjects.keda.sh",
+            # the same missing CRD, as the bootstrap stage that waits for it (issue 26, B2)
+            "bootstrap/crds"} == set(found)
     assert "nvidia.com/gpu.product" in found["karpenter/nodepool/h100-whole"]["detail"]
     assert "gpufleet.io/topology-block" in found["topology/node/gpu-2"]["detail"]
 
@@ -296,3 +309,52 @@ def test_each_issue_26_blocker_class_is_named_with_its_fix(healthy, tmp_path, se
     assert "no seccomp profile" in found["vcluster/coredns/tenant-gamma"]["detail"]
     assert "stay Pending" in found["vcluster/cpu-nodes/tenant-gamma"]["detail"]
     assert "does not tolerate nvidia.com/gpu=true:NoSchedule" in found["hami/device-plugin/h100-hami"]["detail"]
+
+
+# --- issue 26: the blocker classes that stop a tenant (scheduling.doctor_blockers) ----------------------------
+
+
+def test_the_blocker_checks_pass_on_a_healthy_fleet(healthy, tmp_path) -> None:
+    findings, _ = doctor(healthy, tmp_path)
+    ok = {f["check"] for f in findings if f["ok"]}
+    assert {"vcluster/ca", "delivery/argocd", "delivery/flux", "bootstrap/order"} <= ok
+
+
+def test_a_missing_vcluster_ca_is_a_failure(healthy, tmp_path, settings) -> None:
+    """B6: no CA the kubeconfig could carry; then a CA store without OpenBao or without its ClusterSecretStore."""
+    settings.GPUFLEET_VCLUSTER_CA_STORE = ""
+    found = failures(doctor(healthy, tmp_path)[0])
+    assert "x509: certificate signed by unknown authority" in found["vcluster/ca"]["detail"]
+    settings.GPUFLEET_VCLUSTER_CA_STORE = "gpufleet-openbao"
+    settings.GPUFLEET_OPENBAO_ADDR = ""
+    drop(healthy, "external-secrets.io", "v1", "clustersecretstores", "gpufleet-openbao")
+    found = failures(doctor(healthy, tmp_path)[0])
+    assert "OpenBao is not configured" in found["vcluster/ca"]["detail"]
+    assert found["vcluster/ca/store"]["detail"] == "ClusterSecretStore gpufleet-openbao does not exist"
+
+
+def test_a_cluster_without_delivery_credentials_is_a_failure(healthy, tmp_path) -> None:
+    """B7: a remote cluster with an API URL only cannot get its Flux Kustomizations a kubeConfig."""
+    from scheduling.models import Cluster
+
+    Cluster.objects.create(name="edge", kube_api="https://edge.example:6443")
+    found = failures(doctor(healthy, tmp_path)[0])
+    assert set(found) == {"delivery/flux"}
+    assert "cluster edge: it has an API URL but no kubeconfig_secret" in found["delivery/flux"]["detail"]
+
+
+def test_crds_of_the_platform_releases_not_established_are_a_failure(healthy, tmp_path) -> None:
+    """B2: on a fresh cluster the configs and tenants stages wait for these; the doctor names them."""
+    crd = yaml.load((need_reference() / "crds" / "kueue/kueue.x-k8s.io_clusterqueues.yaml").read_text(), Loader=LOADER)
+    put(healthy, "apiextensions.k8s.io", "v1", "customresourcedefinitions", crd)  # no Established condition
+    found = failures(doctor(healthy, tmp_path)[0])
+    assert "clusterqueues.kueue.x-k8s.io (HelmRelease flux-system/kueue)" in found["bootstrap/crds"]["detail"]
+
+
+def test_a_platform_kind_no_stage_installs_is_a_bootstrap_failure() -> None:
+    """B2, in the tree itself: a custom resource whose CRD no release of the platform installs."""
+    from scheduling.doctor_blockers import check_bootstrap
+
+    orphan = {"apiVersion": "example.io/v1", "kind": "Widget", "metadata": {"name": "w"}}
+    (finding,) = check_bootstrap(lambda path: None, [orphan])
+    assert not finding.ok and "Widget.example.io" in finding.detail

@@ -39,7 +39,9 @@ def test_provisioned_with_the_tenant_and_revoked_on_delete(openbao: OpenBao, mon
     assert reconcile.reconcile_tenant(tenant.pk).phase == Phase.READY
     tenant.refresh_from_db()
     assert tenant.condition("Secrets")["reason"] == "Provisioned"
-    assert openbao.tenant_status("vaulted") == {"policy": True, "role": True, "data": False}
+    # The only data yet: the vCluster's serving CA the platform issued (issue 26, B6); revoked with the rest.
+    assert openbao.tenant_status("vaulted") == {"policy": True, "role": True, "data": True}
+    assert openbao.read_vcluster_ca("vaulted")["tls.crt"].startswith("-----BEGIN CERTIFICATE-----")
     tenant_secrets.store_vcluster_admin("vaulted", "kubeconfig-for-the-platform")
     assert tenant_secrets.read_vcluster_admin("vaulted") == "kubeconfig-for-the-platform"
     # Nothing of it in the database.

@@ -299,6 +299,10 @@ GPUFLEET_VCLUSTER_OIDC_CLIENT_ID = env("GPUFLEET_VCLUSTER_OIDC_CLIENT_ID", "gpuf
 GPUFLEET_VCLUSTER_URL_TEMPLATE = env("GPUFLEET_VCLUSTER_URL_TEMPLATE", "https://{slug}.vcluster.example.com")
 # PEM file with the CA that signs the vCluster endpoints, when the per-vCluster CA is not known.
 GPUFLEET_VCLUSTER_CA_BUNDLE = env("GPUFLEET_VCLUSTER_CA_BUNDLE", "")
+# The platform issues each vCluster's serving CA into OpenBao; External Secrets copies it into the tenant
+# namespace through this ClusterSecretStore (the operator's, pointing at GPUFLEET_OPENBAO_ADDR) and the chart
+# mounts it. Empty: the vCluster generates its own CA, which no kubeconfig can carry (docs/compatibility.md, B6).
+GPUFLEET_VCLUSTER_CA_STORE = env("GPUFLEET_VCLUSTER_CA_STORE", "gpufleet-openbao")
 # Where the ingress controller runs: the only path allowed into a tenant's vCluster API.
 GPUFLEET_INGRESS_NAMESPACE = env("GPUFLEET_INGRESS_NAMESPACE", "ingress-nginx")
 GPUFLEET_INGRESS_LABELS = dict(

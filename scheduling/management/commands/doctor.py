@@ -2,7 +2,9 @@
 
 Read-only: GETs on the Kubernetes API (CRDs, Kueue's manager ConfigMap, ResourceFlavors and ClusterQueues,
 HAMi's webhook and device plugin, Karpenter's NodePools and node classes, node labels, the vCluster HelmReleases
-and their namespaces). Exit status 1 when any check fails. docs/compatibility.md.
+and their namespaces, the vCluster CA's ClusterSecretStore), plus the registered clusters' delivery credentials
+and the platform tree's bootstrap order (issue 26 blockers, scheduling.doctor_blockers). Exit status 1 when any
+check fails. docs/compatibility.md.
 """
 
 from __future__ import annotations
@@ -15,7 +17,11 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from infra.errors import InfraError
 from infra.kube.backend import KubernetesBackend
 from scheduling.doctor import diagnose
+from scheduling.doctor_blockers import blocker_checks
 from scheduling.inputs import load_catalog
+from scheduling.models import Cluster
+from scheduling.sync_objects import SyncTarget
+from tenants.render import RenderContext, render_platform
 
 
 class Command(BaseCommand):
@@ -32,9 +38,15 @@ class Command(BaseCommand):
             GPUFLEET_KUBE_CONTEXT = opts["context"] or getattr(settings, "GPUFLEET_KUBE_CONTEXT", "")
 
         try:
-            findings = diagnose(KubernetesBackend.from_settings(Source).read, load_catalog()["scheduling"],
-                                chart_version=settings.GPUFLEET_VCLUSTER_CHART_VERSION,
-                                syncer_image=getattr(settings, "GPUFLEET_VCLUSTER_SYNCER_IMAGE", "") or "")
+            read = KubernetesBackend.from_settings(Source).read
+            findings = diagnose(read, load_catalog()["scheduling"], blocker_checks(
+                read, platform=lambda: render_platform(RenderContext.from_settings()),
+                targets=lambda: [SyncTarget.of(c) for c in Cluster.objects.all()],
+                store=getattr(settings, "GPUFLEET_VCLUSTER_CA_STORE", ""),
+                openbao=bool(getattr(settings, "GPUFLEET_OPENBAO_ADDR", "")),
+                bundle=getattr(settings, "GPUFLEET_VCLUSTER_CA_BUNDLE", "")),
+                chart_version=settings.GPUFLEET_VCLUSTER_CHART_VERSION,
+                syncer_image=getattr(settings, "GPUFLEET_VCLUSTER_SYNCER_IMAGE", "") or "")
         except InfraError as exc:
             raise CommandError(f"cannot read the cluster: {exc}") from exc
         failed = [f for f in findings if not f.ok]

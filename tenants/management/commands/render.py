@@ -34,7 +34,10 @@ class Command(BaseCommand):
             if not opts["repo_url"]:
                 raise CommandError("--sync needs --repo-url (the repository Argo CD or Flux reads)")
             targets = [sync_objects.SyncTarget.of(c) for c in Cluster.objects.all()]
-            manifests = getattr(sync_objects, str(opts["sync"]))(targets, str(opts["repo_url"]))
+            try:
+                manifests = getattr(sync_objects, str(opts["sync"]))(targets, str(opts["repo_url"]))
+            except sync_objects.SyncTargetError as exc:  # refuse loudly: never a tree sent to the wrong cluster
+                raise CommandError(f"cannot deliver every cluster with {opts['sync']}: {exc}") from exc
         elif opts["platform"]:
             manifests = render_platform(ctx)
         else:
