@@ -85,9 +85,15 @@ def serving_ca_values(values: dict[str, Any]) -> None:
 
 @tenant_section("vcluster-serving-ca")
 def serving_ca_manifests(view: TenantView, ctx: RenderContext) -> list[Manifest]:
-    """The ExternalSecret that copies the platform-issued CA from OpenBao into the tenant's host namespace."""
+    """The ExternalSecret that copies the platform-issued CA from OpenBao into the tenant's host namespace.
+
+    On every placement, not the home only: each placement runs a vCluster of its own (tenants.render), whose
+    values mount this Secret (serving_ca_values) -- without it that vCluster would never start. All of one
+    tenant's vClusters sign their serving certificates (each with its own host in its SANs) with the tenant's
+    one CA, so every context of the tenant's kubeconfig verifies with the CA it carries, and no other tenant's
+    kubeconfig verifies any of them."""
     settings = config.of_ctx(ctx)
-    if not settings.ca_store or not view.extra.get("home", True):
+    if not settings.ca_store:
         return []
     key = f"{TenantSecrets(view.slug).platform_path}/{VCLUSTER_CA}"
     return [{

@@ -211,3 +211,41 @@ def test_openbao_down_is_a_clear_conflict_not_a_kubeconfig_without_its_ca(settin
     tenant = factories.tenant("ca-down", "standard", phase=Phase.READY)
     with pytest.raises(Conflict, match="cannot be read from OpenBao now"):
         kubeconfig.kubeconfig_yaml(tenant)
+
+
+def test_every_placements_vcluster_gets_the_tenant_ca_and_its_context_verifies(openbao: OpenBao, tmp_path) -> None:
+    """A tenant on two clusters runs a vCluster on each (tenants.render.render_placed): each tree carries the
+    ExternalSecret its vCluster's values mount (else that vCluster would never start), and each context of the
+    kubeconfig verifies the vCluster it names, signed for that placement's own host."""
+    from scheduling.models_clusters import Cluster, Placement
+    from tenants.isolation.kubeconfig import context_name
+    from tenants.reconcile import tenant_view
+    from tenants.render import RenderContext, render_placed
+
+    tenant, config = issued("ca-multi")
+    Placement.objects.create(tenant=tenant, cluster=Cluster.objects.create(name="edge", trust_levels=[]), home=False)
+    config = yaml.safe_load(kubeconfig.kubeconfig_yaml(tenant))
+    entries = {c["name"]: c["cluster"] for c in config["clusters"]}
+    stored = openbao.read_vcluster_ca("ca-multi")
+    rendered = [(p, ms) for p, ms in render_placed(tenant_view(tenant), RenderContext.from_settings()) if ms]
+    assert len(rendered) == 2, [p for p, _ in rendered]
+    hosts = set()
+    for place, manifests in rendered:
+        values = find(manifests, "HelmRelease", "vcluster")["spec"]["values"]
+        external = find(manifests, "ExternalSecret", "vcluster-serving-ca")["spec"]
+        mounted = {v["secret"]["secretName"] for v in values["controlPlane"]["statefulSet"]["persistence"]["addVolumes"]
+                   if "secret" in v}
+        assert external["target"]["name"] in mounted
+        entry = entries[context_name("ca-multi", "" if place.home else place.cluster)]
+        host = urlsplit(entry["server"]).hostname
+        assert host in values["controlPlane"]["proxy"]["extraSANs"]
+        hosts.add(host)
+        chain, key = vcluster_serving_cert(stored["tls.crt"], stored["tls.key"],
+                                           values["controlPlane"]["proxy"]["extraSANs"], tmp_path)
+        one = {**config, "clusters": [{"name": "c", "cluster": entry}],
+               "contexts": [{"name": "c", "context": {"cluster": "c", "user": config["users"][0]["name"]}}],
+               "current-context": "c"}
+        with https_server(chain, key) as port:
+            done = kubectl_version(one, port, tmp_path)
+        assert done.returncode == 0, done.stderr
+    assert len(hosts) == 2  # two vClusters, two routed names, one tenant CA
