@@ -9,6 +9,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
+from billing import metrics_source
 from gpufleet import clock
 from gpufleet.accounts.roles import is_platform_admin
 from tenants.models import Tenant
@@ -49,8 +50,17 @@ def queue(request: HttpRequest) -> HttpResponse:
     cluster = request.GET.get("cluster", "")
     if cluster:
         rows = [r for r in rows if r.cluster == cluster]
-    errors = sorted({(r.cluster, r.metrics_error) for r in rows if r.metrics_error})
+    # One notice per metrics source that did not answer (the probe is remembered, so this costs nothing
+    # more), and the other failures per cluster, in words.
+    shown = {r.cluster for r in rows}
+    outages = []
+    for c in Cluster.objects.filter(name__in=shown).order_by("name"):
+        outage = metrics_source.outage(c.metrics_url or None, cluster=c.name)
+        if outage and outage not in outages:
+            outages.append(outage)
+    errors = sorted({(r.cluster, r.metrics_error) for r in rows
+                     if r.metrics_error and "not reachable" not in r.metrics_error})
     return render(request, "scheduling/queue.html", {
-        "rows": rows, "errors": errors, "cluster": cluster,
+        "rows": rows, "errors": errors, "outages": outages, "cluster": cluster,
         "clusters": Cluster.objects.for_user(request.user).values_list("name", flat=True),
     })

@@ -28,6 +28,7 @@ from decimal import Decimal
 from typing import Any
 
 from infra.errors import PermanentError, TransientError
+from infra.metrics import connection_reason
 
 from .multikueue import DISPATCH_LOCAL_QUEUE
 
@@ -167,7 +168,9 @@ def read_cluster(query: Query, label: str) -> ClusterSamples:
         p90 = {s.labels.get("namespace", ""): s.value for s in query(q["wait_p90"]) if s.value.is_finite()}
         mean = {s.labels.get("namespace", ""): s.value for s in query(q["wait_mean"]) if s.value.is_finite()}
     except (TransientError, PermanentError) as exc:  # this cluster's state, shown on its rows only
-        return ClusterSamples(error=f"metrics unavailable: {str(exc)[:200] or type(exc).__name__}")
+        # In words, not the exception's text: that carries urllib3's pool repr (internal hosts and ports).
+        reason = "query refused" if isinstance(exc, PermanentError) else connection_reason(exc)
+        return ClusterSamples(error=f"metrics unavailable: {reason}")
     return ClusterSamples(usage=usage, pending=pending, wait_p90=p90, wait_mean=mean)
 
 
@@ -178,6 +181,7 @@ def collect(tenants: Any, at: datetime, *, client_for: Callable[[str], Any] | No
     """The queue view of `tenants` (a queryset already scoped to the caller) at `at`."""
     from django.conf import settings
 
+    from billing import metrics_source
     from infra.metrics import MetricsClient
 
     from .models import Flavor, Placement, Quota
@@ -196,6 +200,10 @@ def collect(tenants: Any, at: datetime, *, client_for: Callable[[str], Any] | No
         url = cluster.metrics_url or settings.GPUFLEET_METRICS_URL
         if not url:
             samples[cluster.name] = ClusterSamples(error="no metrics source configured")
+            continue
+        if client_for is None and (outage := metrics_source.outage(url, cluster=cluster.name)):
+            # One short probe per source (remembered), not four queries with retries per cluster.
+            samples[cluster.name] = ClusterSamples(error=f"metrics source not reachable ({outage.reason})")
             continue
         client = make(url)
         samples[cluster.name] = read_cluster(lambda promql, c=client: c.instant(promql, at), cluster.metrics_label)

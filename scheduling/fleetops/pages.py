@@ -18,6 +18,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from billing import collect as billing_collect
+from billing import metrics_source
 from billing.metering.usage import MeteringInputError
 from gpufleet import clock
 from gpufleet.accounts.roles import is_platform_admin
@@ -47,12 +48,18 @@ def _window(request: HttpRequest) -> tuple[datetime, datetime]:
     return start, max(end, start + timedelta(hours=1))
 
 
-def _measure(start: datetime, end: datetime, tenants: list[str] | None) -> tuple[list, list, str]:
+def _measure(start: datetime, end: datetime,
+             tenants: list[str] | None) -> tuple[list, list, metrics_source.Outage | None]:
+    """Utilisation and idle findings, or the source's outage (asked once, before any query)."""
+    if outage := metrics_source.outage():
+        return [], [], outage
     try:
         return (service.utilisation(start, end, tenants=tenants),
-                service.idle_findings(start, end, tenants=tenants), "")
-    except (MeteringInputError, TransientError, PermanentError) as exc:
-        return [], [], f"The metrics server could not be queried: {exc}"
+                service.idle_findings(start, end, tenants=tenants), None)
+    except (TransientError, PermanentError) as exc:
+        return [], [], metrics_source.failed(exc)
+    except MeteringInputError as exc:  # the catalogue cannot be measured (names fields, never hosts)
+        return [], [], metrics_source.failed(exc)
 
 
 @login_required
@@ -60,7 +67,7 @@ def fleet(request: HttpRequest) -> HttpResponse:
     if not is_platform_admin(request.user):
         raise PermissionDenied("the fleet page is for platform admins")
     start, end = _window(request)
-    util, findings, error = _measure(start, end, None)
+    util, findings, outage = _measure(start, end, None)
     per_flavor: dict[str, dict[str, Any]] = defaultdict(lambda: defaultdict(Decimal))
     for row in util:
         acc = per_flavor[row["flavor"]]
@@ -71,17 +78,17 @@ def fleet(request: HttpRequest) -> HttpResponse:
         acc["idle"] += Decimal(f["gpu_equivalent_seconds"]) / HOURS
         acc["idle_cost"] += f["cost"] or 0
     signals, waits = [], {}
-    if not error:
+    if not outage:
         try:
             signals = service.capacity_signals(end)
             waits = queues.wait_by_queue(billing_collect.metrics_client(), end)
         except (TransientError, PermanentError) as exc:
-            error = f"The metrics server could not be queried: {exc}"
+            outage = metrics_source.failed(exc)
     quotas = dict(Quota.objects.values_list("flavor__name").annotate(n=Sum("nominal")))
     flavors = [{"flavor": f, "quota": quotas.get(f.name, 0), **{k: Decimal(v).quantize(Decimal("0.1"))
                 for k, v in per_flavor.get(f.name, {}).items()}} for f in Flavor.objects.order_by("name")]
     return render(request, "fleetops/fleet.html", {
-        "start": start, "end": end, "flavors": flavors, "findings": findings, "error": error,
+        "start": start, "end": end, "flavors": flavors, "findings": findings, "outage": outage,
         "settings": FleetSettings.current(), "signals": signals,
         "waits": sorted((queue, row) for queue, row in waits.items()),
         "currency": findings[0]["currency"] if findings else "",
@@ -95,12 +102,12 @@ def tenant_page(request: HttpRequest, slug: str) -> HttpResponse:
     if tenant is None:
         raise Http404("no such tenant")
     start, end = _window(request)
-    util, findings, error = _measure(start, end, [tenant.slug])
+    util, findings, outage = _measure(start, end, [tenant.slug])
     endpoints = {e.deployment: e for e in InferenceEndpoint.objects.filter(tenant=tenant).select_related("tier")}
     for finding in findings:  # inference endpoints: link the tier's scale-to-zero settings
         finding["endpoint"] = next((e for d, e in endpoints.items() if finding["pod"].startswith(f"{d}-")), None)
     return render(request, "fleetops/tenant.html", {
-        "tenant": tenant, "start": start, "end": end, "utilisation": util, "findings": findings, "error": error,
+        "tenant": tenant, "start": start, "end": end, "utilisation": util, "findings": findings, "outage": outage,
         "notices": IdleNotice.objects.for_user(request.user).filter(tenant=tenant)[:20],
     })
 
@@ -116,12 +123,15 @@ def numbers(request: HttpRequest, kind: str) -> HttpResponse:
     if tenants is None and not is_platform_admin(request.user):
         raise PermissionDenied("platform admins only")
     start, end = _window(request)
+    # Like the pages: a metrics outage is a message to read, not a server error of the portal.
+    if outage := metrics_source.outage():
+        return render(request, "fleetops/numbers_unavailable.html", {"outage": outage, "kind": kind})
     try:
         rows = (service.idle_findings(start, end, tenants=tenants) if kind == "idle"
                 else service.utilisation(start, end, tenants=tenants))
-    except (MeteringInputError, TransientError, PermanentError) as exc:
-        # Like the pages: a metrics outage is a message to read, not a server error of the portal.
-        return render(request, "fleetops/numbers_unavailable.html", {"error": str(exc), "kind": kind})
+    except (TransientError, PermanentError, MeteringInputError) as exc:
+        return render(request, "fleetops/numbers_unavailable.html",
+                      {"outage": metrics_source.failed(exc), "kind": kind})
     out = io.StringIO()
     if rows:
         writer = csv.DictWriter(out, fieldnames=list(rows[0]), extrasaction="ignore")
