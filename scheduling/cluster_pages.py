@@ -52,12 +52,11 @@ def queue(request: HttpRequest) -> HttpResponse:
         rows = [r for r in rows if r.cluster == cluster]
     # One notice per metrics source that did not answer (the probe is remembered, so this costs nothing
     # more), and the other failures per cluster, in words.
-    shown = {r.cluster for r in rows}
-    outages = []
-    for c in Cluster.objects.filter(name__in=shown).order_by("name"):
-        outage = metrics_source.outage(c.metrics_url or None, cluster=c.name)
-        if outage and outage not in outages:
-            outages.append(outage)
+    failing = {r.cluster for r in rows if "not reachable" in r.metrics_error}
+    sources: dict[str, str] = {}  # one notice per source: its URL -> the first cluster reading it
+    for name, url in Cluster.objects.filter(name__in=failing).order_by("name").values_list("name", "metrics_url"):
+        sources.setdefault(url, name)
+    outages = [o for url, name in sources.items() if (o := metrics_source.outage(url or None, cluster=name))]
     errors = sorted({(r.cluster, r.metrics_error) for r in rows
                      if r.metrics_error and "not reachable" not in r.metrics_error})
     return render(request, "scheduling/queue.html", {

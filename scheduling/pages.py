@@ -6,8 +6,6 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.db.models import Sum
-from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -17,6 +15,7 @@ from tenants.errors import ActionError
 from tenants.models import Tenant, can_manage
 
 from . import actions, defaults
+from .figures import flavor_figures
 from .forms import EndpointForm, QuotaRequestForm, ReviewForm, add_action_errors
 from .models import Flavor, GpuNodePool, InferenceEndpoint, Quota, QuotaChangeRequest, SlaTier
 from .policy import allowed_modes
@@ -30,10 +29,10 @@ def _tenant(request: HttpRequest, slug: str) -> Tenant:
 @login_required
 def flavors(request: HttpRequest) -> HttpResponse:
     # Pool GPUs summed in the same query: one query for the table, however many flavors.
-    rows = Flavor.objects.for_user(request.user).select_related("gpu_model").annotate(
-        pool_gpus=Coalesce(Sum("node_pools__gpu_limit"), 0))
+    rows = Flavor.objects.for_user(request.user).select_related("gpu_model")
+    figures = flavor_figures(rows)
     return render(request, "scheduling/flavors.html", {
-        "flavors": [(f, actions.capacity_with_pools(f, f.pool_gpus)) for f in rows],
+        "flavors": [(f, figures[f.name]) for f in rows],
         "pools": GpuNodePool.objects.select_related("flavor"),
         "tenants": Tenant.objects.for_user(request.user).order_by("slug")[:100],
     })

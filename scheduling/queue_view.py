@@ -201,9 +201,9 @@ def collect(tenants: Any, at: datetime, *, client_for: Callable[[str], Any] | No
         if not url:
             samples[cluster.name] = ClusterSamples(error="no metrics source configured")
             continue
-        if client_for is None and (outage := metrics_source.outage(url, cluster=cluster.name)):
+        if client_for is None and (reason := metrics_source.probe(url)):
             # One short probe per source (remembered), not four queries with retries per cluster.
-            samples[cluster.name] = ClusterSamples(error=f"metrics source not reachable ({outage.reason})")
+            samples[cluster.name] = ClusterSamples(error=f"metrics source not reachable ({reason})")
             continue
         client = make(url)
         samples[cluster.name] = read_cluster(lambda promql, c=client: c.instant(promql, at), cluster.metrics_label)

@@ -13,17 +13,19 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest, PermissionDenied
-from django.db.models import Sum
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from billing import collect as billing_collect
 from billing import metrics_source
 from billing.metering.usage import MeteringInputError
+from billing.models import UsageRecord
+from billing.month_to_date import allocation_now
 from gpufleet import clock
 from gpufleet.accounts.roles import is_platform_admin
 from infra.errors import PermanentError, TransientError
-from scheduling.models import Flavor, InferenceEndpoint, Quota
+from scheduling.figures import flavor_figures
+from scheduling.models import Flavor, InferenceEndpoint
 from scheduling.nodehealth.summary import health_summary
 from tenants.models import Tenant
 
@@ -84,8 +86,8 @@ def fleet(request: HttpRequest) -> HttpResponse:
             waits = queues.wait_by_queue(billing_collect.metrics_client(), end)
         except (TransientError, PermanentError) as exc:
             outage = metrics_source.failed(exc)
-    quotas = dict(Quota.objects.values_list("flavor__name").annotate(n=Sum("nominal")))
-    flavors = [{"flavor": f, "quota": quotas.get(f.name, 0), **{k: Decimal(v).quantize(Decimal("0.1"))
+    figures = flavor_figures()
+    flavors = [{"flavor": f, "figures": figures[f.name], **{k: Decimal(v).quantize(Decimal("0.1"))
                 for k, v in per_flavor.get(f.name, {}).items()}} for f in Flavor.objects.order_by("name")]
     return render(request, "fleetops/fleet.html", {
         "start": start, "end": end, "flavors": flavors, "findings": findings, "outage": outage,
@@ -106,8 +108,12 @@ def tenant_page(request: HttpRequest, slug: str) -> HttpResponse:
     endpoints = {e.deployment: e for e in InferenceEndpoint.objects.filter(tenant=tenant).select_related("tier")}
     for finding in findings:  # inference endpoints: link the tier's scale-to-zero settings
         finding["endpoint"] = next((e for d, e in endpoints.items() if finding["pod"].startswith(f"{d}-")), None)
+    # "In use now" as the tenant's home shows it (scheduling.figures): stored usage of the newest measured
+    # hour, so the two pages agree whatever the TSDB's month-to-date answer (or outage) is.
+    in_use = allocation_now(UsageRecord.objects.filter(tenant=tenant))
     return render(request, "fleetops/tenant.html", {
-        "tenant": tenant, "start": start, "end": end, "utilisation": util, "findings": findings, "outage": outage,
+        "tenant": tenant, "in_use": in_use, "start": start, "end": end, "utilisation": util, "findings": findings,
+        "outage": outage,
         "notices": IdleNotice.objects.for_user(request.user).filter(tenant=tenant)[:20],
     })
 

@@ -83,5 +83,6 @@ def test_catalog_page_queries_do_not_grow_with_flavors(fleet, django_assert_num_
     with django_assert_num_queries(len(few.captured_queries)):
         body = page.get("/gpu/flavors/").content.decode()
     assert "h100-extra-4" in body
-    # The capacity column still counts the pool: 16 entered + 4 GPUs of the pool.
-    assert "<td>20</td>" in body
+    # The schedulable column counts the pool: 16 installed + 4 GPUs of the pool (scheduling/figures.py).
+    assert 'data-figure="installed" data-flavor="h100">16<' in body
+    assert 'data-figure="schedulable" data-flavor="h100">20<' in body

@@ -12,8 +12,8 @@ from datetime import UTC, datetime, time
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Count, F, Sum, Window
-from django.db.models.functions import Coalesce, RowNumber
+from django.db.models import Count, F, Window
+from django.db.models.functions import RowNumber
 
 from billing.models import UsageRecord
 from billing.month_to_date import (
@@ -26,7 +26,7 @@ from billing.month_to_date import (
 )
 from gpufleet import clock
 from gpufleet.audit.models import AuditEvent
-from scheduling import actions as scheduling_actions
+from scheduling.figures import flavor_figures
 from scheduling.fleetops.models import IdleNotice
 from scheduling.models import Flavor, InferenceEndpoint, Quota, QuotaChangeRequest
 from scheduling.models_clusters import Cluster
@@ -34,41 +34,41 @@ from scheduling.nodehealth.models import Remediation, RemediationPolicy
 from scheduling.sync import latest as latest_sync
 from tenants.models import Membership, Phase, Tenant
 
-# Tenants in these phases hold no quota (nothing is deployed, or it was removed).
-NOT_HOLDING = [Phase.REQUESTED, Phase.REJECTED, Phase.DELETED]
 TENANTS_ON_HOME = 5
 RECENT_ACTIVITY = 6
 
 
 @dataclass(frozen=True)
 class FlavorRow:
+    """One flavor's figures as `scheduling.figures` defines them (installed, schedulable, sold, in use)."""
+
     name: str
     mode: str
-    capacity: int
+    installed: int
+    schedulable: int
     sold: int
     allocated: Decimal | None
 
     @property
     def sold_percent(self) -> int:
-        return min(100, round(100 * self.sold / self.capacity)) if self.capacity else 0
+        return min(100, round(100 * self.sold / self.schedulable)) if self.schedulable else 0
 
     @property
     def oversold(self) -> bool:
-        return self.sold > self.capacity
+        return self.sold > self.schedulable
 
 
 def fleet(user: Any) -> dict[str, Any]:
     """Platform and billing admins' home: tenants by phase, GPUs per flavor, waiting work, sync, money."""
     counts = dict(Tenant.objects.values_list("phase").annotate(n=Count("id")).order_by())
     phases = [(phase.value, counts.get(phase.value, 0)) for phase in Phase if counts.get(phase.value)]
-    sold = dict(Quota.objects.exclude(tenant__phase__in=NOT_HOLDING).values_list("flavor_id")
-                .annotate(n=Sum("nominal")).order_by())
     allocation = allocation_now(UsageRecord.objects.all())
+    visible = Flavor.objects.for_user(user).order_by("name")
+    figures = flavor_figures(visible)
     flavors = [
-        FlavorRow(f.name, f.mode, scheduling_actions.capacity_with_pools(f, f.pool_gpus), sold.get(f.pk, 0) or 0,
+        FlavorRow(f.name, f.mode, figures[f.name].installed, figures[f.name].schedulable, figures[f.name].sold,
                   allocation.units.get(f.name, Decimal(0)) if allocation.hour else None)
-        for f in Flavor.objects.for_user(user).annotate(pool_gpus=Coalesce(Sum("node_pools__gpu_limit"), 0))
-        .order_by("name")
+        for f in visible
     ]
     tenant_ids = list(Tenant.objects.exclude(phase__in=[Phase.REQUESTED, Phase.REJECTED])
                       .values_list("pk", flat=True))
@@ -123,6 +123,20 @@ class TenantOverview:
     pending_requests: int
 
 
+def _quota_rows(quotas: list[Quota], allocation: Allocation) -> list[QuotaRow]:
+    """One row per flavor: a tenant placed on several clusters has a quota per cluster, but units in use are
+    measured per flavor, so the flavor's quotas add up (borrowing limits too; none if any is unlimited)."""
+    nominal: dict[str, int] = defaultdict(int)
+    borrowing: dict[str, int | None] = {}
+    for q in quotas:
+        name = q.flavor.name
+        nominal[name] += q.nominal
+        known = borrowing.get(name, 0)
+        borrowing[name] = None if known is None or q.borrowing_limit is None else known + q.borrowing_limit
+    return [QuotaRow(name, nominal[name], borrowing[name], allocation.units.get(name, Decimal(0)))
+            for name in sorted(nominal)]
+
+
 def tenant_overviews(user: Any, *, billing_admin: bool) -> tuple[list[TenantOverview], int]:
     """The caller's tenants (live ones first, at most TENANTS_ON_HOME) with their figures; and how many
     tenants the caller has in all."""
@@ -156,8 +170,7 @@ def tenant_overviews(user: Any, *, billing_admin: bool) -> tuple[list[TenantOver
     out = []
     for tenant in shown:
         allocation = allocations.get(tenant.pk, Allocation(None, {}))
-        quotas = [QuotaRow(q.flavor.name, q.nominal, q.borrowing_limit, allocation.units.get(q.flavor.name, Decimal(0)))
-                  for q in quotas_of[tenant.pk]]
+        quotas = _quota_rows(quotas_of[tenant.pk], allocation)
         quoted = {q.flavor for q in quotas}
         out.append(TenantOverview(
             tenant=tenant, role=roles.get(tenant.pk, ""), quotas=quotas,
