@@ -13,11 +13,13 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest, PermissionDenied
+from django.db.models import Sum
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils.safestring import mark_safe
 
+from billing import charts, metrics_source, trends
 from billing import collect as billing_collect
-from billing import metrics_source
 from billing.metering.usage import MeteringInputError
 from billing.models import UsageRecord
 from billing.month_to_date import allocation_now
@@ -25,7 +27,7 @@ from gpufleet import clock
 from gpufleet.accounts.roles import is_platform_admin
 from infra.errors import PermanentError, TransientError
 from scheduling.figures import flavor_figures
-from scheduling.models import Flavor, InferenceEndpoint
+from scheduling.models import Flavor, InferenceEndpoint, Quota
 from scheduling.nodehealth.summary import health_summary
 from tenants.models import Tenant
 
@@ -64,6 +66,28 @@ def _measure(start: datetime, end: datetime,
         return [], [], metrics_source.failed(exc)
 
 
+def _labels(days: list) -> list[str]:
+    return [f"{d:%b} {d.day}" for d in days]
+
+
+def _fleet_charts(start: datetime, end: datetime, figures: dict) -> list[str]:
+    """Allocation (units in use per day, per flavor) and utilisation (% of the flavor's schedulable units),
+    from stored usage: they show with the metrics source down too."""
+    days, units = trends.daily_units(UsageRecord.objects.all(), start.date(), (end + timedelta(hours=23)).date())
+    if not units:
+        return []
+    use = {f: [None if v is None or not figures.get(f) or not figures[f].schedulable else
+               (v * 100 / figures[f].schedulable).quantize(Decimal("0.1")) for v in vs] for f, vs in units.items()}
+    allocation = charts.line_chart(_labels(days), units, chart_id="fleet-allocation", unit="units",
+                                   title="GPU allocation per day, by flavor",
+                                   desc="Average units held over each day's measured hours, per flavor.")
+    utilisation = charts.line_chart(_labels(days), use, chart_id="fleet-utilisation", unit="%",
+                                    title="Utilisation per day: share of schedulable units in use",
+                                    desc="Units in use divided by the flavor's schedulable units "
+                                         "(installed plus pool headroom), per day.")
+    return [mark_safe(allocation), mark_safe(utilisation)]  # noqa: S308 - billing.charts escapes every text
+
+
 @login_required
 def fleet(request: HttpRequest) -> HttpResponse:
     if not is_platform_admin(request.user):
@@ -87,6 +111,7 @@ def fleet(request: HttpRequest) -> HttpResponse:
         except (TransientError, PermanentError) as exc:
             outage = metrics_source.failed(exc)
     figures = flavor_figures()
+    charts_ = _fleet_charts(start, end, figures)
     flavors = [{"flavor": f, "figures": figures[f.name], **{k: Decimal(v).quantize(Decimal("0.1"))
                 for k, v in per_flavor.get(f.name, {}).items()}} for f in Flavor.objects.order_by("name")]
     return render(request, "fleetops/fleet.html", {
@@ -94,7 +119,7 @@ def fleet(request: HttpRequest) -> HttpResponse:
         "settings": FleetSettings.current(), "signals": signals,
         "waits": sorted((queue, row) for queue, row in waits.items()),
         "currency": findings[0]["currency"] if findings else "",
-        "health": health_summary(),
+        "health": health_summary(), "charts": charts_,
     })
 
 
@@ -111,11 +136,31 @@ def tenant_page(request: HttpRequest, slug: str) -> HttpResponse:
     # "In use now" as the tenant's home shows it (scheduling.figures): stored usage of the newest measured
     # hour, so the two pages agree whatever the TSDB's month-to-date answer (or outage) is.
     in_use = allocation_now(UsageRecord.objects.filter(tenant=tenant))
+    quota_charts = _quota_charts(tenant, start, end)
     return render(request, "fleetops/tenant.html", {
-        "tenant": tenant, "in_use": in_use, "start": start, "end": end, "utilisation": util, "findings": findings,
+        "tenant": tenant, "in_use": in_use, "charts": quota_charts, "start": start, "end": end,
+        "utilisation": util, "findings": findings,
         "outage": outage,
         "notices": IdleNotice.objects.for_user(request.user).filter(tenant=tenant)[:20],
     })
+
+
+def _quota_charts(tenant: Tenant, start: datetime, end: datetime) -> list[str]:
+    """Per flavor the tenant holds quota or uses: units in use per day against its nominal quota now."""
+    days, units = trends.daily_units(UsageRecord.objects.filter(tenant=tenant), start.date(),
+                                     (end + timedelta(hours=23)).date())
+    quotas = dict(Quota.objects.filter(tenant=tenant).values_list("flavor__name").annotate(n=Sum("nominal"))
+                  .order_by())
+    out = []
+    for flavor in sorted(set(units) | set(quotas)):
+        used = units.get(flavor, [None] * len(days))
+        quota = Decimal(quotas.get(flavor, 0))
+        out.append(mark_safe(charts.line_chart(  # noqa: S308 - billing.charts escapes every text
+            _labels(days), {"in use": used, "quota now": [quota] * len(days)}, dashed=["quota now"],
+            chart_id=f"quota-{flavor}", unit="units", title=f"{flavor}: quota and use per day",
+            desc=f"{tenant.slug}'s average {flavor} units in use per day against its nominal quota now "
+                 f"({quota} units, summed over clusters).")))
+    return out
 
 
 @login_required

@@ -14,7 +14,9 @@ from typing import Any
 
 from django.db.models import Count, F, Window
 from django.db.models.functions import RowNumber
+from django.utils.safestring import mark_safe
 
+from billing import charts
 from billing.models import UsageRecord
 from billing.month_to_date import (
     Allocation,
@@ -24,6 +26,7 @@ from billing.month_to_date import (
     month_to_date,
     month_to_date_each,
 )
+from billing.trends import daily_spend
 from gpufleet import clock
 from gpufleet.audit.models import AuditEvent
 from scheduling.figures import flavor_figures
@@ -72,6 +75,7 @@ def fleet(user: Any) -> dict[str, Any]:
     ]
     tenant_ids = list(Tenant.objects.exclude(phase__in=[Phase.REQUESTED, Phase.REJECTED])
                       .values_list("pk", flat=True))
+    spend = month_to_date(tenant_ids)
     return {
         "phases": phases,
         "tenant_total": sum(counts.values()),
@@ -80,9 +84,24 @@ def fleet(user: Any) -> dict[str, Any]:
         "allocation_hour": allocation.hour,
         "quota_requests_waiting": QuotaChangeRequest.objects.filter(state=QuotaChangeRequest.State.PENDING).count(),
         "sync_run": latest_sync(),
-        "spend": month_to_date(tenant_ids),
+        "spend": spend,
+        "spend_chart": spend_chart(UsageRecord.objects.filter(tenant_id__in=tenant_ids), spend),
         "ops": fleet_operations(),
     }
+
+
+def spend_chart(records: Any, spend: MonthToDate) -> str:
+    """This month's cumulative spend per day and the forecast to the month's end (SVG)."""
+    days, spent, forecast = daily_spend(records, spend.period, spend)
+    if not any(v is not None for v in spent):
+        return ""
+    labels = [f"{d:%b} {d.day}" for d in days]
+    return mark_safe(charts.line_chart(  # noqa: S308 - built by billing.charts, every text escaped
+        labels, {f"spent ({spend.currency})": spent, f"forecast ({spend.currency})": forecast},
+        chart_id="spend", dashed=[f"forecast ({spend.currency})"], unit=spend.currency,
+        title=f"Spend in {spend.period:%B %Y}, cumulative, and the forecast",
+        desc=f"{spend.spent} {spend.currency} spent so far; on track for {spend.forecast} {spend.currency} "
+             f"by the end of the month."))
 
 
 def fleet_operations() -> dict[str, Any]:
