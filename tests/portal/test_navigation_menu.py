@@ -94,3 +94,13 @@ def test_pages_have_a_favicon(client) -> None:
     from django.contrib.staticfiles import finders
 
     assert finders.find("portal/favicon.svg")
+
+
+def test_no_fleet_sync_yet_says_why_in_this_deployments_terms(admin_client_, settings) -> None:
+    settings.CELERY_TASK_ALWAYS_EAGER = True  # the embedded demo: no beat runs the sync
+    demo = admin_client_.get("/").content.decode()
+    assert "No fleet sync has run yet. The embedded demo does not run it" in demo
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    settings.GPUFLEET_SYNC_FLEET_SECONDS = 600
+    deployed = admin_client_.get("/").content.decode()
+    assert "No fleet sync has run yet. Celery beat runs it every 10 min" in deployed
