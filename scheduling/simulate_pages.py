@@ -17,6 +17,7 @@ from gpufleet.outbox import send as outbox
 from scheduling.simulator import PRESETS, ScenarioError, load_scenario
 
 from .models import InferenceEndpoint, SimulationRun
+from .plan_html import to_html as plan_html_of
 from .simulation_chart import charts
 
 MAX_UPLOAD = 512 * 1024
@@ -84,7 +85,9 @@ def simulation(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(SimulationRun, pk=pk)
     doc = run.result if run.state == SimulationRun.State.DONE else None
     if doc and run.endpoint_id:  # an autoscaling plan: markdown and its candidates, no run document
-        return render(request, "scheduling/simulation.html", {"run": run, "plan": doc, "variants": [], "charts": []})
+        plan_html = mark_safe(plan_html_of(doc.get("markdown", "")))  # noqa: S308 - plan_html escapes all text
+        return render(request, "scheduling/simulation.html", {"run": run, "plan": doc, "plan_html": plan_html,
+                                                              "variants": [], "charts": []})
     variants = list(doc["variants"].items()) if doc and "variants" in doc else ([("run", doc)] if doc else [])
     return render(request, "scheduling/simulation.html", {
         "run": run, "variants": variants,
