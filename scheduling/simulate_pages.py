@@ -3,6 +3,8 @@ and see the outputs with server-side charts. Tenant users get 403."""
 
 from __future__ import annotations
 
+import inspect
+
 from django import forms
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -24,7 +26,8 @@ MAX_UPLOAD = 512 * 1024
 
 
 class SimulateForm(forms.Form):
-    preset = forms.ChoiceField(required=False, choices=[("", "(upload a scenario)")] + [(p, p) for p in PRESETS])
+    preset = forms.ChoiceField(required=False, choices=[("", "(upload a scenario)")] + [(p, p) for p in PRESETS],
+                               help_text="each preset is explained under the form")
     scenario = forms.FileField(required=False, help_text="YAML or JSON, schema in docs/simulator.md")
     seed = forms.IntegerField(initial=0, min_value=0, max_value=2**31 - 1)
     days = forms.FloatField(required=False, min_value=0.01, max_value=90)
@@ -64,7 +67,8 @@ def simulate(request: HttpRequest) -> HttpResponse:
     form = SimulateForm(request.POST or None, request.FILES or None)
     if request.method == "POST":
         if not form.is_valid():
-            return render(request, "scheduling/simulate.html", {"form": form, "runs": _recent()}, status=400)
+            return render(request, "scheduling/simulate.html", {"form": form, "runs": _recent(),
+                                                                "presets": preset_guide()}, status=400)
         d = form.cleaned_data
         with transaction.atomic():
             run = SimulationRun.objects.create(preset=d.get("preset") or "", scenario=d.get("parsed") or {},
@@ -72,7 +76,18 @@ def simulate(request: HttpRequest) -> HttpResponse:
             # Through the outbox: starting a run never fails because the broker is down (docs/operations.md).
             outbox.enqueue("scheduling.run_simulation", run.pk)
         return redirect("scheduling:simulation", pk=run.pk)
-    return render(request, "scheduling/simulate.html", {"form": form, "runs": _recent()})
+    return render(request, "scheduling/simulate.html", {"form": form, "runs": _recent(), "presets": preset_guide()})
+
+
+def preset_guide() -> list[dict[str, object]]:
+    """Each preset in the words of its own docstring (what failure it reproduces) and the variants it
+    compares, so the form's choice is not a bare name."""
+    guide = []
+    for name, build in PRESETS.items():
+        text = " ".join((inspect.getdoc(build) or "").split())
+        _base, variants = build()
+        guide.append({"name": name, "what": text, "variants": list(variants)})
+    return guide
 
 
 def _recent() -> list[SimulationRun]:
