@@ -18,6 +18,7 @@ from . import actions, defaults
 from .figures import flavor_figures
 from .forms import EndpointForm, QuotaRequestForm, ReviewForm, add_action_errors
 from .models import Flavor, GpuNodePool, InferenceEndpoint, Quota, QuotaChangeRequest, SlaTier
+from .models_clusters import Placement
 from .policy import allowed_modes
 from .preview import preview
 
@@ -46,17 +47,24 @@ def tenant_gpu(request: HttpRequest, slug: str) -> HttpResponse:
     allowed = [f.name for f in Flavor.objects.all() if f.mode in modes]
     defaults.ensure_rows()
     tiers = list(SlaTier.objects.values_list("name", "description"))
-    quota_form = QuotaRequestForm(request.POST if "propose" in request.POST else None, flavors=allowed)
+    placements = list(Placement.objects.filter(tenant=tenant).select_related("cluster").order_by("cluster__name"))
+    quota_form = QuotaRequestForm(request.POST if "propose" in request.POST else None, flavors=allowed,
+                                  clusters=[p.cluster.name for p in placements])
     endpoint_form = EndpointForm(request.POST if "endpoint" in request.POST else None, tiers=tiers)
     if request.method == "POST":
         if not manager:
             raise PermissionDenied("only the tenant's owners and admins may do this")
         if "propose" in request.POST and quota_form.is_valid():
             data = quota_form.cleaned_data
+            # Limits left empty keep the quota's current ones: a request for more nominal units must not
+            # quietly drop an agreed borrowing or lending limit.
+            on = data["cluster"] or next((p.cluster.name for p in placements if p.home), None)
+            current = Quota.objects.filter(tenant=tenant, flavor__name=data["flavor"], cluster__name=on).first()
             try:
                 change = actions.propose_quota_change(
-                    tenant, flavor=data["flavor"], nominal=data["nominal"],
-                    borrowing_limit=data["borrowing_limit"] or None, lending_limit=data["lending_limit"] or None,
+                    tenant, flavor=data["flavor"], nominal=data["nominal"], cluster=data["cluster"] or None,
+                    borrowing_limit=data["borrowing_limit"] or (current.borrowing_limit if current else None),
+                    lending_limit=data["lending_limit"] or (current.lending_limit if current else None),
                     reason=data["reason"], proposed_by=request.user)
             except ActionError as exc:
                 add_action_errors(quota_form, exc)
