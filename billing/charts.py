@@ -66,3 +66,72 @@ def stacked_bars(labels: Sequence[str], series: Mapping[str, Sequence[Decimal]],
         legend_x += 24 + 7 * len(name)
     out.append("</svg>")
     return "\n".join(out)
+
+
+def _ticks(count: int, most: int = 6) -> list[int]:
+    """At most `most` evenly spaced indexes of `count` points, always the first and the last."""
+    if count <= most:
+        return list(range(count))
+    step = (count - 1) / (most - 1)
+    return sorted({round(i * step) for i in range(most)})
+
+
+def line_chart(labels: Sequence[str], series: Mapping[str, Sequence[Decimal | None]], *, chart_id: str,
+               title: str, desc: str, unit: str, dashed: Sequence[str] = (), width: int = 360,
+               height: int = 220) -> str:
+    """Lines over the same x labels (days), one per series; None is a gap (not measured). `dashed` series
+    are drawn dashed (a forecast, a quota). Sized by its viewBox (it scales to the width it is given:
+    readable at 390 px) and accessible: role=img named by its <title> and described by <desc>; the legend
+    is inside the picture, one row per series, so it never overflows."""
+    rows = max(len(series), 1)
+    left, right, top = 40, 10, 10
+    bottom = 22 + 16 * rows
+    plot_w, plot_h = width - left - right, height - top - bottom
+    values = [v for vs in series.values() for v in vs if v is not None]
+    peak = _nice_max(max(values, default=Decimal(0)))
+    n = max(len(labels), 1)
+
+    def x(i: int) -> float:
+        return left + (plot_w * i / (n - 1) if n > 1 else plot_w / 2)
+
+    def y(v: Decimal) -> float:
+        return top + plot_h - float(v / peak) * plot_h
+
+    tid, did = f"{chart_id}-title", f"{chart_id}-desc"
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" class="chart" '
+           f'role="img" aria-labelledby="{tid} {did}" font-family="sans-serif" font-size="10" '
+           f'data-testid="chart-{escape(chart_id)}">',
+           f'<title id="{tid}">{escape(title)}</title>', f'<desc id="{did}">{escape(desc)}</desc>',
+           f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>']
+    for i in range(5):
+        value = peak * i / 4
+        yy = top + plot_h - plot_h * i / 4
+        out.append(f'<line x1="{left}" y1="{yy:.1f}" x2="{width - right}" y2="{yy:.1f}" stroke="#e3e3e3"/>')
+        out.append(f'<text x="{left - 4}" y="{yy + 3:.1f}" text-anchor="end" fill="#333">'
+                   f'{value.normalize():f}</text>')
+    for i in _ticks(len(labels)):
+        out.append(f'<text x="{x(i):.1f}" y="{top + plot_h + 12}" text-anchor="middle" fill="#333">'
+                   f'{escape(labels[i])}</text>')
+    for k, (name, vs) in enumerate(series.items()):
+        colour = PALETTE[k % len(PALETTE)]
+        dash = ' stroke-dasharray="5 3"' if name in dashed else ""
+        runs: list[list[str]] = [[]]
+        for i, v in enumerate(vs):
+            if v is None:
+                runs.append([])
+                continue
+            runs[-1].append(f"{x(i):.1f},{y(v):.1f}")
+        for run in runs:
+            if len(run) > 1:
+                out.append(f'<polyline points="{" ".join(run)}" fill="none" stroke="{colour}" '
+                           f'stroke-width="2"{dash}/>')
+            elif run:
+                cx, cy = run[0].split(",")
+                out.append(f'<circle cx="{cx}" cy="{cy}" r="2.5" fill="{colour}"/>')
+        ly = height - 16 * (rows - k) + 2
+        out.append(f'<line x1="{left}" y1="{ly}" x2="{left + 18}" y2="{ly}" stroke="{colour}" stroke-width="2"{dash}/>')
+        last = next((v for v in reversed(vs) if v is not None), None)
+        latest = f" (latest {last.normalize():f} {unit})" if last is not None else ""
+        out.append(f'<text x="{left + 24}" y="{ly + 3}" fill="#222">{escape(name)}{escape(latest)}</text>')
+    out.append("</svg>")
+    return "\n".join(out)

@@ -138,6 +138,32 @@ def _unix(moment: datetime | int | Decimal) -> str:
     return str(moment)
 
 
+PROBE_TIMEOUT = 1.0
+
+
+def connection_reason(exc: BaseException) -> str:
+    """A connection failure in words without addresses: the cause chain's kind, never its message."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        name = type(current).__name__
+        if name == "NameResolutionError" or "gaierror" in name:
+            return "host name not resolved"
+        if isinstance(current, ConnectionRefusedError) or name == "ConnectionRefusedError":
+            return "connection refused"
+        if isinstance(current, TimeoutError) or "Timeout" in name:
+            return "timed out"
+        nested = current.args[0] if current.args and isinstance(current.args[0], BaseException) else None
+        current = current.__cause__ or current.__context__ or nested or getattr(current, "reason", None)
+    text = str(exc)
+    if "Name or service not known" in text or "nodename nor servname" in text or "Failed to resolve" in text:
+        return "host name not resolved"
+    if "Connection refused" in text:
+        return "connection refused"
+    return "connection failed"
+
+
 class MetricsClient:
     """Queries one Prometheus-compatible endpoint (`base_url` without `/api/v1`)."""
 
@@ -158,6 +184,30 @@ class MetricsClient:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ, **kwargs: Any) -> MetricsClient:
         return cls(environ.get("GPUFLEET_METRICS_URL", ""), **kwargs)
+
+    def probe(self, timeout: float = PROBE_TIMEOUT) -> str:
+        """"" when the source answers a trivial query within `timeout` seconds, else a short reason a person
+        may read ("connection refused", "host name not resolved", "timed out", "HTTP 503"...). One request,
+        no retries: pages ask this once before they query, so an outage costs one short wait, not a query's
+        retries times the page's queries (and never prints the adapter's exception, which names hosts)."""
+        session = http.session(http.Timeouts(connect=timeout, read=timeout), retries=0)
+        try:
+            response = session.get(f"{self.base_url}/api/v1/query", params={"query": "1"})
+        except requests.Timeout:
+            return "timed out"
+        except requests.ConnectionError as exc:
+            return connection_reason(exc)
+        except requests.RequestException:
+            return "request failed"
+        finally:
+            session.close()
+        if response.status_code >= 400:
+            return f"HTTP {response.status_code}"
+        try:
+            ok = response.json().get("status") == "success"
+        except (ValueError, AttributeError):
+            ok = False
+        return "" if ok else "not a Prometheus query API"
 
     def instant(self, query: str, at: datetime | int | Decimal) -> list[Series]:
         return self._query("/api/v1/query", {"query": query, "time": _unix(at)})

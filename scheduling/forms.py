@@ -15,6 +15,8 @@ class QuotaRequestForm(forms.Form):
     flavor = forms.ChoiceField(label="GPU flavor", help_text="Only the flavors your trust level allows.")
     nominal = forms.CharField(max_length=12, label="Guaranteed units (nominal quota)",
                               help_text="Units of the flavor always available to you; 0 or more.")
+    cluster = forms.ChoiceField(label="Cluster", required=False,
+                                help_text="The host cluster the quota is on. Empty: the tenant's home cluster.")
     borrowing_limit = forms.CharField(max_length=12, required=False, label="Borrowing limit",
                                       help_text="Extra units you may borrow from idle cohort quota. Empty: keep the "
                                                 "current limit (none on a new quota); 'none': no limit.")
@@ -24,9 +26,10 @@ class QuotaRequestForm(forms.Form):
     reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), required=False, max_length=2000,
                              label="Reason", help_text="What the GPUs are for and until when; the reviewer reads it.")
 
-    def __init__(self, *args, flavors: list[str], **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, *args, flavors: list[str], clusters: list[str] = (), **kwargs) -> None:  # type: ignore[no-untyped-def,assignment]
         super().__init__(*args, **kwargs)
         self.fields["flavor"].choices = [(name, name) for name in flavors]
+        self.fields["cluster"].choices = [("", "home cluster"), *((name, name) for name in clusters)]
 
 
 class ReviewForm(forms.Form):

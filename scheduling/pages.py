@@ -6,8 +6,6 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.db.models import Sum
-from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -17,8 +15,10 @@ from tenants.errors import ActionError
 from tenants.models import Tenant, can_manage
 
 from . import actions, defaults
+from .figures import flavor_figures
 from .forms import EndpointForm, QuotaRequestForm, ReviewForm, add_action_errors, limit_or_keep
 from .models import Flavor, GpuNodePool, InferenceEndpoint, Quota, QuotaChangeRequest, SlaTier
+from .models_clusters import Placement
 from .policy import allowed_modes
 from .preview import preview
 
@@ -30,10 +30,10 @@ def _tenant(request: HttpRequest, slug: str) -> Tenant:
 @login_required
 def flavors(request: HttpRequest) -> HttpResponse:
     # Pool GPUs summed in the same query: one query for the table, however many flavors.
-    rows = Flavor.objects.for_user(request.user).select_related("gpu_model").annotate(
-        pool_gpus=Coalesce(Sum("node_pools__gpu_limit"), 0))
+    rows = Flavor.objects.for_user(request.user).select_related("gpu_model")
+    figures = flavor_figures(rows)
     return render(request, "scheduling/flavors.html", {
-        "flavors": [(f, actions.capacity_with_pools(f, f.pool_gpus)) for f in rows],
+        "flavors": [(f, figures[f.name]) for f in rows],
         "pools": GpuNodePool.objects.select_related("flavor"),
         "tenants": Tenant.objects.for_user(request.user).order_by("slug")[:100],
     })
@@ -47,16 +47,20 @@ def tenant_gpu(request: HttpRequest, slug: str) -> HttpResponse:
     allowed = [f.name for f in Flavor.objects.all() if f.mode in modes]
     defaults.ensure_rows()
     tiers = list(SlaTier.objects.values_list("name", "description"))
-    quota_form = QuotaRequestForm(request.POST if "propose" in request.POST else None, flavors=allowed)
+    placements = list(Placement.objects.filter(tenant=tenant).select_related("cluster").order_by("cluster__name"))
+    quota_form = QuotaRequestForm(request.POST if "propose" in request.POST else None, flavors=allowed,
+                                  clusters=[p.cluster.name for p in placements])
     endpoint_form = EndpointForm(request.POST if "endpoint" in request.POST else None, tiers=tiers)
     if request.method == "POST":
         if not manager:
             raise PermissionDenied("only the tenant's owners and admins may do this")
         if "propose" in request.POST and quota_form.is_valid():
             data = quota_form.cleaned_data
+            # Limits left empty keep the quota's current ones (actions.KEEP, resolved on the cluster asked for):
+            # a request for more nominal units must not quietly drop an agreed borrowing or lending limit.
             try:
                 change = actions.propose_quota_change(
-                    tenant, flavor=data["flavor"], nominal=data["nominal"],
+                    tenant, flavor=data["flavor"], nominal=data["nominal"], cluster=data["cluster"] or None,
                     borrowing_limit=limit_or_keep(data["borrowing_limit"]),
                     lending_limit=limit_or_keep(data["lending_limit"]),
                     reason=data["reason"], proposed_by=request.user)

@@ -13,7 +13,7 @@ from infra.manifests import Manifest, ref, to_yaml
 from tenants.reconcile import tenant_view
 from tenants.render import RenderContext, render_placed
 
-from .actions import allowed_total, held_quota
+from .actions import allowed_total, effective_capacity, held_quota
 from .inputs import QuotaSpec
 from .models import Quota, QuotaChangeRequest
 
@@ -65,6 +65,7 @@ def capacity_check(request: QuotaChangeRequest) -> dict[str, Any]:
     return {
         "flavor": flavor.name,
         "capacity": limit,
+        "schedulable": effective_capacity(flavor),  # scheduling.figures: installed + pool headroom
         "overcommit_factor": str(flavor.overcommit_factor),
         "held_by_other_tenants": others,
         "current_nominal": current or 0,

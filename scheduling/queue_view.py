@@ -28,6 +28,7 @@ from decimal import Decimal
 from typing import Any
 
 from infra.errors import PermanentError, TransientError
+from infra.metrics import connection_reason
 
 from .multikueue import DISPATCH_LOCAL_QUEUE
 
@@ -167,7 +168,9 @@ def read_cluster(query: Query, label: str) -> ClusterSamples:
         p90 = {s.labels.get("namespace", ""): s.value for s in query(q["wait_p90"]) if s.value.is_finite()}
         mean = {s.labels.get("namespace", ""): s.value for s in query(q["wait_mean"]) if s.value.is_finite()}
     except (TransientError, PermanentError) as exc:  # this cluster's state, shown on its rows only
-        return ClusterSamples(error=f"metrics unavailable: {str(exc)[:200] or type(exc).__name__}")
+        # In words, not the exception's text: that carries urllib3's pool repr (internal hosts and ports).
+        reason = "query refused" if isinstance(exc, PermanentError) else connection_reason(exc)
+        return ClusterSamples(error=f"metrics unavailable: {reason}")
     return ClusterSamples(usage=usage, pending=pending, wait_p90=p90, wait_mean=mean)
 
 
@@ -178,6 +181,7 @@ def collect(tenants: Any, at: datetime, *, client_for: Callable[[str], Any] | No
     """The queue view of `tenants` (a queryset already scoped to the caller) at `at`."""
     from django.conf import settings
 
+    from billing import metrics_source
     from infra.metrics import MetricsClient
 
     from .models import Flavor, Placement, Quota
@@ -197,6 +201,67 @@ def collect(tenants: Any, at: datetime, *, client_for: Callable[[str], Any] | No
         if not url:
             samples[cluster.name] = ClusterSamples(error="no metrics source configured")
             continue
+        if client_for is None and (reason := metrics_source.probe(url)):
+            # One short probe per source (remembered), not four queries with retries per cluster.
+            samples[cluster.name] = ClusterSamples(error=f"metrics source not reachable ({reason})")
+            continue
         client = make(url)
         samples[cluster.name] = read_cluster(lambda promql, c=client: c.instant(promql, at), cluster.metrics_label)
     return build_rows(quotas, placements, samples, resources)
+
+
+# --- admission wait over time (the queue page's chart) -----------------------------------------------------
+
+
+def wait_points(series: Iterable[Any], start: datetime, hours: int, tenant_of: Mapping[str, str]) -> dict[str, list]:
+    """Pure: p90 admission wait per tenant and hour from a range answer (`series` with a `namespace` label,
+    samples at start + k hours); hours without a finite value are gaps (None). Namespaces not in `tenant_of`
+    (not a placed tenant's there) are left out."""
+    out: dict[str, list[Decimal | None]] = {}
+    begin = Decimal(int(start.timestamp()))
+    for s in series:
+        tenant = tenant_of.get(s.labels.get("namespace", ""))
+        if tenant is None:
+            continue
+        points = out.setdefault(tenant, [None] * (hours + 1))
+        for sample in s.samples:
+            index = int((sample.timestamp - begin) / 3600)
+            if 0 <= index <= hours and sample.value.is_finite():
+                points[index] = sample.value.quantize(Decimal("0.1"))
+    return out
+
+
+def wait_history(tenants: Any, at: datetime, *, hours: int = 24,
+                 client_for: Callable[[str], Any] | None = None) -> tuple[list[datetime], dict[str, list]]:
+    """The hourly p90 admission wait (s) of each visible tenant's queue over the last `hours`, per cluster
+    ("tenant on cluster" when it is placed on several). A cluster whose source does not answer is left out
+    (the page shows the outage once)."""
+    from datetime import timedelta
+
+    from django.conf import settings
+
+    from billing import metrics_source
+    from infra.metrics import MetricsClient
+
+    from .models import Placement
+    from .placement_actions import leaving
+
+    end = at.replace(minute=0, second=0, microsecond=0)
+    start = end - timedelta(hours=hours)
+    rows = [p for p in Placement.objects.filter(tenant__in=tenants).select_related("tenant", "cluster")
+            if not leaving(p)]
+    several = {p.tenant.slug for p in rows if sum(q.tenant_id == p.tenant_id for q in rows) > 1}
+    history: dict[str, list] = {}
+    for cluster in sorted({p.cluster for p in rows}, key=lambda c: c.name):
+        url = cluster.metrics_url or settings.GPUFLEET_METRICS_URL
+        if not url or (client_for is None and metrics_source.probe(url)):
+            continue
+        client = (client_for or MetricsClient)(url)
+        tenant_of = {namespace_of(p.tenant.slug): (f"{p.tenant.slug} on {cluster.name}" if p.tenant.slug in several
+                                                   else p.tenant.slug) for p in rows if p.cluster == cluster}
+        try:
+            answer = client.range(queries(cluster.metrics_label)["wait_p90"], start, end, 3600)
+        except (TransientError, PermanentError):
+            continue
+        history.update(wait_points(answer, start, hours, tenant_of))
+    return [start + timedelta(hours=i) for i in range(hours + 1)], dict(sorted(history.items()))

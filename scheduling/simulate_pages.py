@@ -3,6 +3,8 @@ and see the outputs with server-side charts. Tenant users get 403."""
 
 from __future__ import annotations
 
+import inspect
+
 from django import forms
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -17,13 +19,15 @@ from gpufleet.outbox import send as outbox
 from scheduling.simulator import PRESETS, ScenarioError, load_scenario
 
 from .models import InferenceEndpoint, SimulationRun
+from .plan_html import to_html as plan_html_of
 from .simulation_chart import charts
 
 MAX_UPLOAD = 512 * 1024
 
 
 class SimulateForm(forms.Form):
-    preset = forms.ChoiceField(required=False, choices=[("", "(upload a scenario)")] + [(p, p) for p in PRESETS])
+    preset = forms.ChoiceField(required=False, choices=[("", "(upload a scenario)")] + [(p, p) for p in PRESETS],
+                               help_text="each preset is explained under the form")
     scenario = forms.FileField(required=False, help_text="YAML or JSON, schema in docs/simulator.md")
     seed = forms.IntegerField(initial=0, min_value=0, max_value=2**31 - 1)
     days = forms.FloatField(required=False, min_value=0.01, max_value=90)
@@ -63,7 +67,8 @@ def simulate(request: HttpRequest) -> HttpResponse:
     form = SimulateForm(request.POST or None, request.FILES or None)
     if request.method == "POST":
         if not form.is_valid():
-            return render(request, "scheduling/simulate.html", {"form": form, "runs": _recent()}, status=400)
+            return render(request, "scheduling/simulate.html", {"form": form, "runs": _recent(),
+                                                                "presets": preset_guide()}, status=400)
         d = form.cleaned_data
         with transaction.atomic():
             run = SimulationRun.objects.create(preset=d.get("preset") or "", scenario=d.get("parsed") or {},
@@ -71,7 +76,18 @@ def simulate(request: HttpRequest) -> HttpResponse:
             # Through the outbox: starting a run never fails because the broker is down (docs/operations.md).
             outbox.enqueue("scheduling.run_simulation", run.pk)
         return redirect("scheduling:simulation", pk=run.pk)
-    return render(request, "scheduling/simulate.html", {"form": form, "runs": _recent()})
+    return render(request, "scheduling/simulate.html", {"form": form, "runs": _recent(), "presets": preset_guide()})
+
+
+def preset_guide() -> list[dict[str, object]]:
+    """Each preset in the words of its own docstring (what failure it reproduces) and the variants it
+    compares, so the form's choice is not a bare name."""
+    guide = []
+    for name, build in PRESETS.items():
+        text = " ".join((inspect.getdoc(build) or "").split())
+        _base, variants = build()
+        guide.append({"name": name, "what": text, "variants": list(variants)})
+    return guide
 
 
 def _recent() -> list[SimulationRun]:
@@ -84,7 +100,9 @@ def simulation(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(SimulationRun, pk=pk)
     doc = run.result if run.state == SimulationRun.State.DONE else None
     if doc and run.endpoint_id:  # an autoscaling plan: markdown and its candidates, no run document
-        return render(request, "scheduling/simulation.html", {"run": run, "plan": doc, "variants": [], "charts": []})
+        plan_html = mark_safe(plan_html_of(doc.get("markdown", "")))  # noqa: S308 - plan_html escapes all text
+        return render(request, "scheduling/simulation.html", {"run": run, "plan": doc, "plan_html": plan_html,
+                                                              "variants": [], "charts": []})
     variants = list(doc["variants"].items()) if doc and "variants" in doc else ([("run", doc)] if doc else [])
     return render(request, "scheduling/simulation.html", {
         "run": run, "variants": variants,

@@ -30,6 +30,10 @@ def _isolated_platform(settings, tmp_path: Path) -> None:
     settings.GPUFLEET_GITOPS_REPO = str(tmp_path / "gitops")
     settings.GPUFLEET_REFERENCE_DIR = str(REFERENCE_DIR)
     settings.GPUFLEET_BACKEND = "gitops"
+    # What one test remembered (a metrics source's probe, a node-health summary) is not the next one's.
+    from django.core.cache import cache
+
+    cache.clear()
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 # From a token to a tenant with a quota and an inference endpoint in one `terraform apply`.
-# See docs/terraform.md: install the provider (pip install gpufleet), point a CLI config's dev_overrides at
+# See docs/terraform.md: install the provider (pip install from a gpufleet checkout), point a CLI config's dev_overrides at
 # the virtualenv's bin/, export GPUFLEET_ENDPOINT and GPUFLEET_TOKEN (a platform admin's token), then apply.
 
 terraform {
@@ -18,8 +18,9 @@ provider "gpufleet" {
 }
 
 variable "slug" {
-  type    = string
-  default = "vision"
+  type = string
+  # Not one of the demo's tenants (vision, nlp-inference, ...): applying against `make demo` creates a new one.
+  default = "tf-example"
 }
 
 variable "gpus" {
@@ -34,7 +35,7 @@ data "gpufleet_flavors" "whole" {
 
 resource "gpufleet_tenant" "team" {
   slug         = var.slug
-  display_name = "Vision research"
+  display_name = "Terraform example"
   trust_level  = "standard"
   approve      = true # needs a platform-admin token; otherwise the tenant waits for approval
   timeout      = 600  # seconds to wait for ready (and for teardown on destroy)

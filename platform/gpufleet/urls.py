@@ -1,10 +1,14 @@
 from django.contrib import admin
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 from gpufleet.observability.metrics import metrics_view
 
 urlpatterns = [
     path("metrics", metrics_view, name="metrics"),
+    # Browsers and bookmark tools ask for /favicon.ico whatever the page says: the same icon as <link rel=icon>.
+    path("favicon.ico", RedirectView.as_view(url=static("portal/favicon.svg"), permanent=True)),
     path("admin/", admin.site.urls),
     path("api/v1/", include("gpufleet.api.urls")),
     path("oidc/", include("mozilla_django_oidc.urls")),

@@ -4,6 +4,8 @@ kubeconfig in GPUFLEET_KUBECONFIG (+ GPUFLEET_KUBE_CONTEXT) or the pod's service
 
 from __future__ import annotations
 
+import os
+
 from django.conf import settings
 
 from infra.kube.backend import KubernetesBackend
@@ -13,6 +15,11 @@ from infra.metrics import MetricsClient
 
 def cluster_ops() -> ClusterOps:
     return ClusterOps(KubernetesBackend.from_settings(settings))
+
+
+def metrics_client_url() -> str:
+    """The TSDB node health reads (the environment's GPUFLEET_METRICS_URL, as `metrics_client`)."""
+    return os.environ.get("GPUFLEET_METRICS_URL", "")
 
 
 def metrics_client() -> MetricsClient:

@@ -9,6 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from billing import metrics_source
 from gpufleet.accounts.roles import is_platform_admin
 from infra.errors import PermanentError, TransientError
 
@@ -27,12 +28,15 @@ def _admin(request: HttpRequest) -> None:
 def health(request: HttpRequest) -> HttpResponse:
     _admin(request)
     error, report = "", []
-    try:
-        report = assess(None, ops=kube.cluster_ops(), metrics=kube.metrics_client()).report()
-    except (TransientError, PermanentError) as exc:
-        error = str(exc)
+    outage = metrics_source.outage(kube.metrics_client_url())
+    if outage is None:
+        try:
+            report = assess(None, ops=kube.cluster_ops(), metrics=kube.metrics_client()).report()
+        except (TransientError, PermanentError) as exc:
+            reason = metrics_source.plain_reason(exc)  # the exception's text names hosts
+            error = f"Node health could not be read: the cluster or the metrics source is {reason}."
     return render(request, "nodehealth/health.html", {
-        "report": report, "error": error, "policy": RemediationPolicy.current(),
+        "report": report, "error": error, "outage": outage, "policy": RemediationPolicy.current(),
         "rules": HealthRule.objects.all(), "health": health_summary(),
         "remediations": Remediation.objects.prefetch_related("steps")[:50]})
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from django.core.cache import cache
 
+from billing import metrics_source
 from infra.errors import PermanentError, TransientError
 
 from . import kube
@@ -27,10 +28,13 @@ def health_summary(*, fresh: bool = False) -> dict[str, Any]:
     summary: dict[str, Any] = {"states": {state: 0 for state in SEVERITY}, "nodes": [], "error": "",
                                "dry_run": policy.dry_run,
                                "open_remediations": Remediation.objects.filter(finished__isnull=True).count()}
+    if outage := metrics_source.outage(kube.metrics_client_url()):
+        summary["outage"] = outage
+        return summary
     try:
         assessment = assess(None, ops=kube.cluster_ops(), metrics=kube.metrics_client())
-    except (TransientError, PermanentError) as exc:
-        summary["error"] = str(exc)
+    except (TransientError, PermanentError) as exc:  # the text of which names hosts: a short reason instead
+        summary["error"] = f"the cluster or the metrics source is {metrics_source.plain_reason(exc)}"
         return summary
     summary["states"] = assessment.summary()
     summary["nodes"] = [row for row in assessment.report() if row["state"] != "healthy"]

@@ -14,3 +14,18 @@ def sync_status() -> dict[str, Any]:
     from scheduling.sync import latest
 
     return {"sync_run": latest()}
+
+
+@register.simple_tag
+def sync_schedule() -> str:
+    """Why no fleet sync has run, in this deployment's terms: Celery beat runs it every
+    GPUFLEET_SYNC_FLEET_SECONDS; the embedded demo (tasks run in-process) has no beat for it, only a timer for
+    reconcile_all, so there it never runs by itself."""
+    from django.conf import settings
+
+    every = int(settings.GPUFLEET_SYNC_FLEET_SECONDS)
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        return ("The embedded demo does not run it (its in-process timer reconciles tenants every "
+                f"{int(settings.GPUFLEET_RECONCILE_ALL_SECONDS)} s); a deployment's Celery beat runs it every "
+                f"{every // 60} min.")
+    return f"Celery beat runs it every {every // 60} min; if this stays, check that beat is running."

@@ -81,10 +81,10 @@ def test_invoices_finalize_and_exports(month, tmp_path: Path):
         # acme: 4 h x 2.40 = 9.60; 0.5 h x 1.10 = 0.55; 900.5 s x 0.70 / 3600 = 0.17509.. -> 0.18
         ("acme", "draft", "10.33"), ("globex", "draft", "7.20")]
     assert exports.invoices_for(date(2026, 10, 1)) == []  # drafts are not exported
-    final = json.loads(run("billing", "invoices", "--period", "2026-10", "--finalize"))
+    final = json.loads(run("billing", "invoices", "--period", "2026-10", "--finalize", "--yes"))
     assert sorted(i["number"][-6:] for i in final) == ["000001", "000002"]
     # Finalized invoices cannot change through the CLI either: drafting again returns them as they are.
-    again = json.loads(run("billing", "invoices", "--period", "2026-10", "--finalize"))
+    again = json.loads(run("billing", "invoices", "--period", "2026-10", "--finalize", "--yes"))
     assert [i["content_hash"] for i in again] == [i["content_hash"] for i in final]
 
     lines = list(csv.DictReader(io.StringIO(run("billing", "export", "--period", "2026-10", "--format", "csv"))))

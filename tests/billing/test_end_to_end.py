@@ -109,7 +109,7 @@ def test_cli_reproduces_known_gpu_seconds_then_bills_and_reconciles(fleet, setti
     assert usage_json("acme", *october) == expected_acme
     assert UsageCollection.objects.count() == 2
 
-    invoices = json.loads(run("billing", "invoices", "--period", "2025-10", "--finalize"))
+    invoices = json.loads(run("billing", "invoices", "--period", "2025-10", "--finalize", "--yes"))
     totals = {i["tenant"]: i["total"] for i in invoices}
     # acme: 4200 s x 2.00/h = 2.333.. -> 2.33; 900 s x 0.60/h = 0.15
     # beta: 1800 s x 2.00/h = 1.00; 1200 s x 0.90/h = 0.30

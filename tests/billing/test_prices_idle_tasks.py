@@ -93,7 +93,7 @@ def test_void_and_reissue_from_the_cli():
     tenants("acme")
     usage(hour(2026, 9, 1), hour(2026, 10, 1), [sample("acme", flavors["a100"], hour(2026, 9, 2), "7200")])
     actions.set_price("a100", "1.50", "USD", "2026-01-01")
-    (final,) = run("billing", "invoices", "--period", "2026-09", "--finalize")
+    (final,) = run("billing", "invoices", "--period", "2026-09", "--finalize", "--yes")
     with pytest.raises(CommandError, match="no invoice"):
         run("billing", "void", "--number", "GF-1999-000001", "--reason", "x")
     void = run("billing", "void", "--number", final["number"], "--reason", "customer dispute")

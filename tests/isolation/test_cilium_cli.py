@@ -98,11 +98,11 @@ def test_dropped_flows_endpoint_is_scoped_and_never_500s(stub_path: Path, api, m
 def test_cilium_status_command(stub_path: Path, monkeypatch, capsys) -> None:
     from django.core.management import CommandError, call_command
 
-    call_command("cilium_status")
+    call_command("cilium-status")
     assert '"ok": true' in capsys.readouterr().out
     monkeypatch.setenv("STUB_MODE", "degraded")
     with pytest.raises(CommandError, match="2/3 ready"):
-        call_command("cilium_status")
+        call_command("cilium-status")
     monkeypatch.setenv("STUB_MODE", "fail")
     with pytest.raises(CommandError, match="exit 1"):
-        call_command("cilium_status")
+        call_command("cilium-status")

@@ -25,6 +25,7 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 from django.core.management import call_command
 
+from tests.portal.test_metrics_down import RAW, _closed_port
 from tests.support import factories
 from tests.support.axe import axe_source, describe, violations
 from tests.support.browser import PASSWORD, browser_page, sign_in
@@ -55,11 +56,15 @@ README_SHOTS = [
 
 
 @pytest.fixture
-def fleet(eager_tasks, gitops_repo) -> Iterator[None]:
-    """The demo fleet plus one user per role (tenant roles on tenant `vision`)."""
+def fleet(eager_tasks, gitops_repo, settings, monkeypatch) -> Iterator[None]:
+    """The demo fleet plus one user per role (tenant roles on tenant `vision`), with the metrics source down
+    (a closed local port): every page must say so plainly (no exception text, no internal address)."""
     from tenants import actions
     from tenants.models import Tenant
 
+    down = f"http://127.0.0.1:{_closed_port()}"
+    settings.GPUFLEET_METRICS_URL = down
+    monkeypatch.setenv("GPUFLEET_METRICS_URL", down)
     with pinned(MID_NOVEMBER_2026):
         call_command("demo", stdout=io.StringIO())
         factories.user("root-admin", roles={"platform-admin"})
@@ -87,7 +92,7 @@ def crawl(page: Any, base: str, role: str, axe: str) -> dict[str, Any]:
     page.on("console", lambda msg: console.append(msg.text) if msg.type == "error" else None)
     page.on("pageerror", lambda exc: console.append(str(exc)))
     origin = urlsplit(base).netloc
-    queue, seen, problems, visited = ["/"], set(), [], []
+    queue, seen, problems, visited, charted = ["/"], set(), [], [], []
     while queue and len(seen) < MAX_PAGES:
         path = queue.pop(0)
         if path in seen:
@@ -110,8 +115,12 @@ def crawl(page: Any, base: str, role: str, axe: str) -> dict[str, Any]:
                 page.screenshot(path=str(SCREENSHOTS / name), full_page=False)
         if console:
             problems.append(f"{path}: console errors {console[:3]}")
+        if raw := RAW.search(page.inner_text("body")):
+            problems.append(f"{path}: shows {raw.group(0)!r} (raw exception text or template syntax)")
         if found := violations(page, axe):
             problems.append(f"{path}: axe {describe(found)}")
+        if page.locator("svg.chart").count():
+            charted.append(path)
         for href in page.eval_on_selector_all("a[href]", "els => els.map(e => e.getAttribute('href'))"):
             url = urlsplit(urljoin(base + path, href))
             if url.netloc != origin or url.scheme not in ("http", "https"):
@@ -122,7 +131,33 @@ def crawl(page: Any, base: str, role: str, axe: str) -> dict[str, Any]:
             target = url.path + (f"?{url.query}" if url.query else "")
             if not url.path.startswith(NOT_CRAWLED) and target not in seen:
                 queue.append(target)
-    return {"visited": visited, "problems": problems, "left": queue}
+    return {"visited": visited, "problems": problems, "left": queue, "charted": charted}
+
+
+# At 390 px (a phone): every chart is drawn, named, and inside the screen; the page does not scroll sideways.
+CHARTS_AT_390 = """() => {
+  const vw = document.documentElement.clientWidth;
+  return {vw, pageWidth: document.documentElement.scrollWidth,
+          charts: [...document.querySelectorAll('svg.chart')].map(svg => {
+            const r = svg.getBoundingClientRect();
+            return {id: svg.dataset.testid, left: r.left, right: r.right, height: r.height,
+                    named: !!svg.querySelector('title') && svg.getAttribute('role') === 'img'};
+          })};
+}"""
+
+
+def charts_at_390(page: Any, base: str, paths: list[str]) -> list[str]:
+    page.set_viewport_size({"width": 390, "height": 844})
+    problems = []
+    for path in paths:
+        page.goto(base + path, wait_until="load")
+        layout = page.evaluate(CHARTS_AT_390)
+        if layout["pageWidth"] > layout["vw"]:
+            problems.append(f"{path} at 390 px scrolls sideways ({layout['pageWidth']} px)")
+        for chart in layout["charts"]:
+            if chart["left"] < 0 or chart["right"] > layout["vw"] or chart["height"] < 100 or not chart["named"]:
+                problems.append(f"{path} at 390 px: chart {chart}")
+    return problems
 
 
 @pytest.mark.parametrize("role", list(ROLES))
@@ -131,6 +166,7 @@ def test_every_reachable_page_is_clean_for_each_role(fleet, live_server, role: s
     with pinned(MID_NOVEMBER_2026), browser_page(timeout_ms=60_000) as page:
         sign_in(page, live_server.url, ROLES[role])
         result = crawl(page, live_server.url, role, axe)
+        result["problems"] += charts_at_390(page, live_server.url, result["charted"])
 
     visited = result["visited"]
     assert not result["problems"], "\n".join(result["problems"])
@@ -149,5 +185,11 @@ def test_every_reachable_page_is_clean_for_each_role(fleet, live_server, role: s
     assert must_reach <= set(visited), sorted(must_reach - set(visited))
     if role in ("member", "viewer"):
         assert not any(p.startswith("/approvals/") for p in visited)
+    # Charts where people look (issue 28): spend on the admins' overview, allocation on the fleet page,
+    # quota vs use on a tenant's utilisation page; each checked at 390 px above.
+    if role == "platform-admin":
+        assert {"/", "/fleet/"} <= set(result["charted"]), result["charted"]
+    if role == "tenant-owner":
+        assert "/fleet/tenants/vision/" in result["charted"], result["charted"]
     shots = list((ARTIFACTS / role).glob("*.png"))
     assert len(shots) >= len(visited) and all(s.stat().st_size > 5_000 for s in shots)

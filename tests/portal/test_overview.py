@@ -104,11 +104,13 @@ def test_admin_home_is_the_fleet_at_a_glance(demo) -> None:
 
     # GPUs per flavor: capacity, quota sold to tenants that hold quota, units in use in the newest hour.
     flavors = by_testid(html, "fleet-flavors")
-    whole = re.search(r"a100-whole whole (\d+) (\d+) .*?% (\d+(?:\.\d+)?)", flavors)
+    # Installed, schedulable (installed + the Karpenter pool's headroom), sold, share, in use now.
+    whole = re.search(r"a100-whole whole (\d+) (\d+) (\d+) .*?% (\d+(?:\.\d+)?)", flavors)
     assert whole, flavors
+    assert int(whole.group(2)) > int(whole.group(1))
     # vision, nlp-inference, contractors on `default`, then each on its other cluster (scheduling/demo.py)
-    assert whole.group(2) == str(6 + 4 + 2 + 8 + 4 + 2)
-    assert whole.group(3) == str(4 + 2 + 1)  # held in the hour from 17:00 on Friday 13 November
+    assert whole.group(3) == str(6 + 4 + 2 + 8 + 4 + 2)
+    assert whole.group(4) == str(4 + 2 + 1)  # held in the hour from 17:00 on Friday 13 November
     assert 'href="/gpu/flavors/"' in html
 
     # Money: spent this month so far and the month it is on track for.
@@ -152,7 +154,9 @@ def test_tenant_home_shows_headroom_use_spend_endpoints_and_activity(demo) -> No
     assert sections == ["nlp-inference", "vision"]
     vision = html[html.index('aria-labelledby="t-vision"'):]
     headroom = by_testid(vision, "headroom")
-    assert re.search(r"a100-whole 6 4 2\b", headroom), headroom  # quota 6, 4 in use, 2 left
+    # One row per flavor: quota 6 on `default` + 8 on its other cluster, 4 in use (measured per flavor), 10 left.
+    assert re.search(r"a100-whole 14 4 10\b", headroom), headroom
+    assert headroom.count("a100-whole") == 1
     spend = by_testid(vision, "tile-spend")
     spent = VISION_PER_HOUR * MEASURED_HOURS
     assert f"{money(spent)} USD" in spend

@@ -70,7 +70,8 @@ def test_quota_propose_preview_approve_reject_and_list(ready, gitops_repo, capsy
     preview = cli("quota", "preview", str(proposed["id"]))
     diff, _, capacity = preview.rpartition("\n{")
     assert "+        nominalQuota: 7" in diff
-    assert json.loads("{" + capacity) == {"flavor": "h100-3g", "capacity": 14, "overcommit_factor": "1.00",
+    assert json.loads("{" + capacity) == {"flavor": "h100-3g", "capacity": 14, "schedulable": 14,
+                                          "overcommit_factor": "1.00",
                                           "held_by_other_tenants": 0, "current_nominal": 0,
                                           "requested_nominal": 7, "fits": True, "remaining_after": 7}
     assert json.loads(cli("quota", "list")) == []  # nothing applied yet

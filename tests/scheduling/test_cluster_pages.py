@@ -52,7 +52,8 @@ def test_clusters_list_and_detail_show_status_capacity_and_only_visible_placemen
     assert detail.status_code == 200
     assert "<h1>Cluster training</h1>" in text and "Ireland" in text
     assert "<strong>no</strong>" in text and "3 objects" in text  # unreachable, drift 3
-    assert "<td>h100</td><td>whole</td><td>16</td><td>24</td>" in text  # 16 here of the fleet's 24
+    # 16 installed here of the fleet's 24
+    assert '<td>h100</td><td>whole</td><td>16</td><td data-figure="installed" data-flavor="h100">24</td>' in text
     assert 'href="/gpu/tenants/acme/"' in text and "zeta" not in text
     assert "training-kubeconfig" not in text  # references: platform admins only
     assert "training-kubeconfig" in world["admin"].get("/gpu/clusters/training/").content.decode()

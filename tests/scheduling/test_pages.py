@@ -83,5 +83,21 @@ def test_catalog_page_queries_do_not_grow_with_flavors(fleet, django_assert_num_
     with django_assert_num_queries(len(few.captured_queries)):
         body = page.get("/gpu/flavors/").content.decode()
     assert "h100-extra-4" in body
-    # The capacity column still counts the pool: 16 entered + 4 GPUs of the pool.
-    assert "<td>20</td>" in body
+    # The schedulable column counts the pool: 16 installed + 4 GPUs of the pool (scheduling/figures.py).
+    assert 'data-figure="installed" data-flavor="h100">16<' in body
+    assert 'data-figure="schedulable" data-flavor="h100">20<' in body
+
+
+def test_a_quota_request_offers_the_cluster_and_keeps_the_current_limits(fleet) -> None:
+    """Issue 28: the portal's request had no cluster field, and asking for more units with the limits left
+    empty silently dropped the agreed borrowing and lending limits."""
+    owner = factories.user("owner")
+    tenant = factories.tenant("vision", "standard", owner=owner, phase="ready")
+    actions.set_quota(tenant, flavor="h100", nominal=2, borrowing_limit=3, lending_limit=1)
+    page = login(owner)
+    body = page.get("/gpu/tenants/vision/").content.decode()
+    assert 'name="cluster"' in body
+    ok = page.post("/gpu/tenants/vision/", {"propose": "1", "flavor": "h100", "nominal": "4", "cluster": ""})
+    assert ok.status_code == 302, ok.content.decode()[-2000:]
+    change = QuotaChangeRequest.objects.get()
+    assert (change.nominal, change.borrowing_limit, change.lending_limit) == (4, 3, 1)

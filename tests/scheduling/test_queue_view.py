@@ -112,3 +112,16 @@ def test_dispatch_mirror_on_the_home_cluster_is_not_counted_twice() -> None:
 def test_selector_narrows_to_the_cluster_label_and_escapes_it() -> None:
     assert qv.selector("") == '{namespace=~"tenant-.+"}'
     assert qv.selector('a"b') == '{cluster="a\\"b", namespace=~"tenant-.+"}'
+
+
+def test_wait_history_points_per_tenant_and_hour_from_a_real_range_query(victoria: VictoriaMetrics) -> None:
+    """The queue page's chart: the hourly p90 admission wait of each placed tenant's queue (issue 28)."""
+    victoria.import_prometheus([*kueue_lines("training", "tenant-acme", gpus=6, pending=3),
+                                *kueue_lines("training", "tenant-stranger", gpus=1, pending=0)])
+    client = MetricsClient(victoria.url)
+    start = AT - timedelta(hours=2)
+    answer = client.range(qv.queries("training")["wait_p90"], start, AT, 3600)
+    points = qv.wait_points(answer, start, 2, {"tenant-acme": "acme"})
+    assert set(points) == {"acme"}  # the namespace of no placed tenant is nobody's
+    assert points["acme"][0] is None  # no histogram yet two hours ago: a gap, not a zero
+    assert points["acme"][2] is not None and Decimal(0) < points["acme"][2] <= 10  # 9 of 10 waits within 10 s

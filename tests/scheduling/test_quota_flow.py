@@ -52,7 +52,7 @@ def test_propose_preview_approve_is_one_commit_on_main(ready_tenant, gitops_repo
                                   "Queue.scheduling.run.ai/-/tenant-vision",
                                   "ResourceQuota.core/tenant-vision/gpufleet-backstop"]
     assert "+        nominalQuota: 7" in preview["diff"]
-    assert preview["capacity"] == {"flavor": "h100-3g", "capacity": 14, "overcommit_factor": "1.00",
+    assert preview["capacity"] == {"flavor": "h100-3g", "capacity": 14, "schedulable": 14, "overcommit_factor": "1.00",
                                    "held_by_other_tenants": 0, "current_nominal": 0, "requested_nominal": 7,
                                    "fits": True, "remaining_after": 7}
     # The tenant owner cannot approve their own request.

@@ -72,3 +72,17 @@ def test_chart_escapes_labels_and_scales_bars():
     assert 'width="310.0"' in svg and 'width="155.0"' in svg  # (560 - 170 - 80) x value / max
     assert charts({"seed": 0, "tenants": [], "endpoints": [], "fleet": {
         "idle_gpu_minutes": 0, "partial_gang_gpu_minutes": 0, "evictions": 0, "node_hours": 0}, "score": 0}) == []
+
+
+def test_every_preset_explains_itself_on_the_form_page(client, admin_user):
+    """Issue 28: the preset list was bare names; each now says what it reproduces and what it compares."""
+    from scheduling.simulator import PRESETS
+
+    client.force_login(admin_user)
+    html = client.get("/gpu/simulate/").content.decode()
+    guide = html[html.index('data-testid="presets"'):]
+    for name, build in PRESETS.items():
+        _base, variants = build()
+        entry = guide[guide.index(f"<dt><strong>{name}</strong></dt>"):]
+        entry = entry[:entry.index("</dd>")]
+        assert len(entry) > 80 and all(variant in entry for variant in variants), entry

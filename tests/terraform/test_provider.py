@@ -180,7 +180,7 @@ def test_a_configuration_lives_from_apply_to_destroy(platform, tmp_path):
 def test_api_errors_are_diagnostics_on_the_attribute(platform, tmp_path):
     factories.tenant("vision", owner=platform.owner, phase="ready")
     ws = Workspace(tmp_path, platform.url, platform.admin_token)
-    ws.write('''
+    hcl = '''
 provider "gpufleet" {}
 
 resource "gpufleet_tenant" "bad" {
@@ -193,13 +193,17 @@ resource "gpufleet_quota" "q" {
   flavor  = "a100"
   nominal = -1
 }
-''')
+'''
+    ws.write(hcl)
     result = ws.apply(check=False)
     assert result.returncode == 1
     errors = result.stderr
     # Each reason is reported on its attribute: Terraform quotes that attribute's line of the config.
-    assert re.search(r"Error: setting the quota: nominal must not be negative.*?\n.*?\n.*?nominal = -1", errors,
-                     re.S), errors
+    # A negative quota is refused at plan time (issue 28), on its attribute, before anything is created.
+    assert re.search(r"Error: nominal must be a whole number of units, 0 or more \(got -1\).*?\n.*?\n.*?nominal = -1",
+                     errors, re.S), errors
+    ws.write(hcl.replace("nominal = -1", "nominal = 100000"))  # valid at plan; the API refuses it
+    errors = ws.apply(check=False).stderr
     assert re.search(r"Error: creating the tenant: trust_level must be one of untrusted, standard, trusted.*?"
                      r'trust_level = "root"', errors, re.S), errors
     assert re.search(r'Error: creating the tenant: slug must be lowercase.*?slug\s+= "Bad-Slug"', errors, re.S), errors
@@ -265,7 +269,7 @@ def test_the_shipped_example_plans_and_applies(platform, tmp_path):
     code, text = ws.plan()
     assert code == 2 and "Plan: 4 to add, 0 to change, 0 to destroy." in text, text
     ws.apply()
-    tenant = Tenant.objects.get(slug="vision")
+    tenant = Tenant.objects.get(slug="tf-example")  # not one of the demo's tenants
     assert tenant.phase == "ready" and Quota.objects.get(tenant=tenant).nominal == 2
     assert InferenceEndpoint.objects.get(tenant=tenant).tier.name == "standard"
     assert ws.plan()[0] == 0

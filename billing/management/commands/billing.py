@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
+from django.db import transaction
 
 from billing import actions, collect, conf, exports, opencost_source, reconciliation
 from billing.models import Invoice
 from billing.periods import parse_period, period_bounds
 from gpufleet.audit.context import acting
+from gpufleet.command import GpufleetCommand
 from infra.errors import PermanentError, TransientError, UnreachableError
 from tenants.errors import ActionError
 from tenants.models import Tenant
@@ -18,7 +20,7 @@ from tenants.models import Tenant
 from ._billing_cli import action_error, dumps, parse_time, usage_by_flavor
 
 
-class Command(BaseCommand):
+class Command(GpufleetCommand):
     help = "Usage collection, invoices, exports and OpenCost reconciliation."
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -34,7 +36,11 @@ class Command(BaseCommand):
         i = sub.add_parser("invoices", help="draft (and optionally finalize) a month's invoices")
         i.add_argument("--period", required=True, help="YYYY-MM")
         i.add_argument("--tenant", default=None)
-        i.add_argument("--finalize", action="store_true")
+        i.add_argument("--finalize", action="store_true",
+                       help="also finalize the drafts: numbered, immutable (void and reissue to correct)")
+        i.add_argument("--yes", action="store_true", help="finalize without asking (scripts)")
+        i.add_argument("--dry-run", action="store_true",
+                       help="show the invoices (and numbers) it would draft or finalize; write nothing")
         e = sub.add_parser("export", help="finalized invoices of a month for finance")
         e.add_argument("--period", required=True)
         e.add_argument("--format", required=True, choices=exports.FORMATS)
@@ -88,7 +94,8 @@ class Command(BaseCommand):
             self.stdout.write(f"{row['flavor']:<24} {row['unit_seconds']:>16} unit-s "
                               f"{row['gpu_equivalent_seconds']:>16} GPU-s")
 
-    def _invoices(self, period: str, tenant: str | None, finalize: bool, **_: object) -> None:
+    def _invoices(self, period: str, tenant: str | None, finalize: bool, yes: bool = False,
+                  dry_run: bool = False, **_: object) -> None:
         month = parse_period(period)
         tenants = None
         if tenant:
@@ -96,11 +103,23 @@ class Command(BaseCommand):
             if found is None:
                 raise CommandError(f"--tenant: no tenant with slug {tenant!r}")
             tenants = [found]
+        if finalize and not dry_run:
+            whose = f"tenant {tenant}'s" if tenant else "every tenant's"
+            self.confirm(f"Finalize {whose} invoices for {period}? Finalized invoices take the next numbers and "
+                         "never change (void and reissue instead).", yes=yes)
         figures = opencost_source.invoice_figures(month)
-        invoices = actions.draft_all(month, tenants=tenants, opencost=figures)
-        if finalize:
-            invoices = [actions.finalize(inv.pk) for inv in invoices]
-        self.stdout.write(dumps([exports.invoice_json(Invoice.objects.get(pk=inv.pk)) for inv in invoices]))
+        # A dry run does the same work in a transaction it rolls back: what is shown is what a real run would
+        # write, and nothing is kept (invoice numbers come from a counter row, so none is used up either).
+        with transaction.atomic():
+            invoices = actions.draft_all(month, tenants=tenants, opencost=figures)
+            if finalize:
+                invoices = [actions.finalize(inv.pk) for inv in invoices]
+            shown = dumps([exports.invoice_json(Invoice.objects.get(pk=inv.pk)) for inv in invoices])
+            if dry_run:
+                transaction.set_rollback(True)
+        self.stdout.write(shown)
+        if dry_run:
+            self.stderr.write("dry run: nothing was written (no draft kept, no number taken)")
 
     def _export(self, period: str, format: str, out: str | None, **_: object) -> None:
         content, _media = exports.export(parse_period(period), format)

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
-from billing import actions
+from billing import actions, conf
 from billing.models import Price
+from billing.periods import check_currency
 from gpufleet.audit.context import acting
+from gpufleet.command import GpufleetCommand
 from tenants.errors import ActionError
 
 from ._billing_cli import action_error, dumps
 
 
-class Command(BaseCommand):
+class Command(GpufleetCommand):
     help = "Manage the price book (per flavor, per currency, with effective dates)."
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -23,6 +25,8 @@ class Command(BaseCommand):
         set_.add_argument("--currency", required=True)
         set_.add_argument("--from", dest="effective_from", default=None, help="YYYY-MM-DD (default: today)")
         set_.add_argument("--cluster", default=None, help="only on this cluster (default: every cluster)")
+        set_.add_argument("--yes", action="store_true",
+                          help="enter a price in a currency other than the fleet's without asking")
         derive = sub.add_parser("derive", help="OpenCost GPU hourly cost x flavor weight x markup")
         derive.add_argument("--flavor", required=True)
         derive.add_argument("--gpu-hourly", required=True, help="OpenCost's hourly cost of one GPU of the model")
@@ -39,6 +43,7 @@ class Command(BaseCommand):
                     self.stdout.write(dumps([p.snapshot() for p in Price.objects.select_related("flavor", "cluster")]))
                     return
                 if verb == "set":
+                    self._check_currency(str(opts["currency"]), yes=bool(opts["yes"]))
                     price = actions.set_price(opts["flavor"], opts["per_unit_hour"], opts["currency"],
                                               opts["effective_from"], cluster=opts["cluster"])
                 else:
@@ -47,3 +52,11 @@ class Command(BaseCommand):
             except ActionError as exc:
                 raise action_error(exc) from exc
             self.stdout.write(dumps(price.snapshot()))
+
+    def _check_currency(self, currency: str, *, yes: bool) -> None:
+        """Invoices are in the fleet's billing currency and read only its prices: a price in another one is
+        never billed, so entering it by mistake is asked about (or refused without --yes)."""
+        fleet = conf.text("GPUFLEET_BILLING_CURRENCY")
+        if check_currency(currency) is None and currency != fleet:  # an invalid code is the action's 400
+            self.confirm(f"--currency: {currency} is not the fleet's billing currency ({fleet}); invoices read "
+                         f"{fleet} prices only, so this price will not be billed. Enter it anyway?", yes=yes)

@@ -12,9 +12,11 @@ from datetime import UTC, datetime, time
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Count, F, Sum, Window
-from django.db.models.functions import Coalesce, RowNumber
+from django.db.models import Count, F, Window
+from django.db.models.functions import RowNumber
+from django.utils.safestring import mark_safe
 
+from billing import charts
 from billing.models import UsageRecord
 from billing.month_to_date import (
     Allocation,
@@ -24,9 +26,10 @@ from billing.month_to_date import (
     month_to_date,
     month_to_date_each,
 )
+from billing.trends import daily_spend
 from gpufleet import clock
 from gpufleet.audit.models import AuditEvent
-from scheduling import actions as scheduling_actions
+from scheduling.figures import flavor_figures
 from scheduling.fleetops.models import IdleNotice
 from scheduling.models import Flavor, InferenceEndpoint, Quota, QuotaChangeRequest
 from scheduling.models_clusters import Cluster
@@ -34,44 +37,45 @@ from scheduling.nodehealth.models import Remediation, RemediationPolicy
 from scheduling.sync import latest as latest_sync
 from tenants.models import Membership, Phase, Tenant
 
-# Tenants in these phases hold no quota (nothing is deployed, or it was removed).
-NOT_HOLDING = [Phase.REQUESTED, Phase.REJECTED, Phase.DELETED]
 TENANTS_ON_HOME = 5
 RECENT_ACTIVITY = 6
 
 
 @dataclass(frozen=True)
 class FlavorRow:
+    """One flavor's figures as `scheduling.figures` defines them (installed, schedulable, sold, in use)."""
+
     name: str
     mode: str
-    capacity: int
+    installed: int
+    schedulable: int
     sold: int
     allocated: Decimal | None
 
     @property
     def sold_percent(self) -> int:
-        return min(100, round(100 * self.sold / self.capacity)) if self.capacity else 0
+        return min(100, round(100 * self.sold / self.schedulable)) if self.schedulable else 0
 
     @property
     def oversold(self) -> bool:
-        return self.sold > self.capacity
+        return self.sold > self.schedulable
 
 
 def fleet(user: Any) -> dict[str, Any]:
     """Platform and billing admins' home: tenants by phase, GPUs per flavor, waiting work, sync, money."""
     counts = dict(Tenant.objects.values_list("phase").annotate(n=Count("id")).order_by())
     phases = [(phase.value, counts.get(phase.value, 0)) for phase in Phase if counts.get(phase.value)]
-    sold = dict(Quota.objects.exclude(tenant__phase__in=NOT_HOLDING).values_list("flavor_id")
-                .annotate(n=Sum("nominal")).order_by())
     allocation = allocation_now(UsageRecord.objects.all())
+    visible = Flavor.objects.for_user(user).order_by("name")
+    figures = flavor_figures(visible)
     flavors = [
-        FlavorRow(f.name, f.mode, scheduling_actions.capacity_with_pools(f, f.pool_gpus), sold.get(f.pk, 0) or 0,
+        FlavorRow(f.name, f.mode, figures[f.name].installed, figures[f.name].schedulable, figures[f.name].sold,
                   allocation.units.get(f.name, Decimal(0)) if allocation.hour else None)
-        for f in Flavor.objects.for_user(user).annotate(pool_gpus=Coalesce(Sum("node_pools__gpu_limit"), 0))
-        .order_by("name")
+        for f in visible
     ]
     tenant_ids = list(Tenant.objects.exclude(phase__in=[Phase.REQUESTED, Phase.REJECTED])
                       .values_list("pk", flat=True))
+    spend = month_to_date(tenant_ids)
     return {
         "phases": phases,
         "tenant_total": sum(counts.values()),
@@ -80,9 +84,24 @@ def fleet(user: Any) -> dict[str, Any]:
         "allocation_hour": allocation.hour,
         "quota_requests_waiting": QuotaChangeRequest.objects.filter(state=QuotaChangeRequest.State.PENDING).count(),
         "sync_run": latest_sync(),
-        "spend": month_to_date(tenant_ids),
+        "spend": spend,
+        "spend_chart": spend_chart(UsageRecord.objects.filter(tenant_id__in=tenant_ids), spend),
         "ops": fleet_operations(),
     }
+
+
+def spend_chart(records: Any, spend: MonthToDate) -> str:
+    """This month's cumulative spend per day and the forecast to the month's end (SVG)."""
+    days, spent, forecast = daily_spend(records, spend.period, spend)
+    if not any(v is not None for v in spent):
+        return ""
+    labels = [f"{d:%b} {d.day}" for d in days]
+    return mark_safe(charts.line_chart(  # noqa: S308 - built by billing.charts, every text escaped
+        labels, {f"spent ({spend.currency})": spent, f"forecast ({spend.currency})": forecast},
+        chart_id="spend", dashed=[f"forecast ({spend.currency})"], unit=spend.currency,
+        title=f"Spend in {spend.period:%B %Y}, cumulative, and the forecast",
+        desc=f"{spend.spent} {spend.currency} spent so far; on track for {spend.forecast} {spend.currency} "
+             f"by the end of the month."))
 
 
 def fleet_operations() -> dict[str, Any]:
@@ -123,6 +142,20 @@ class TenantOverview:
     pending_requests: int
 
 
+def _quota_rows(quotas: list[Quota], allocation: Allocation) -> list[QuotaRow]:
+    """One row per flavor: a tenant placed on several clusters has a quota per cluster, but units in use are
+    measured per flavor, so the flavor's quotas add up (borrowing limits too; none if any is unlimited)."""
+    nominal: dict[str, int] = defaultdict(int)
+    borrowing: dict[str, int | None] = {}
+    for q in quotas:
+        name = q.flavor.name
+        nominal[name] += q.nominal
+        known = borrowing.get(name, 0)
+        borrowing[name] = None if known is None or q.borrowing_limit is None else known + q.borrowing_limit
+    return [QuotaRow(name, nominal[name], borrowing[name], allocation.units.get(name, Decimal(0)))
+            for name in sorted(nominal)]
+
+
 def tenant_overviews(user: Any, *, billing_admin: bool) -> tuple[list[TenantOverview], int]:
     """The caller's tenants (live ones first, at most TENANTS_ON_HOME) with their figures; and how many
     tenants the caller has in all."""
@@ -156,8 +189,7 @@ def tenant_overviews(user: Any, *, billing_admin: bool) -> tuple[list[TenantOver
     out = []
     for tenant in shown:
         allocation = allocations.get(tenant.pk, Allocation(None, {}))
-        quotas = [QuotaRow(q.flavor.name, q.nominal, q.borrowing_limit, allocation.units.get(q.flavor.name, Decimal(0)))
-                  for q in quotas_of[tenant.pk]]
+        quotas = _quota_rows(quotas_of[tenant.pk], allocation)
         quoted = {q.flavor for q in quotas}
         out.append(TenantOverview(
             tenant=tenant, role=roles.get(tenant.pk, ""), quotas=quotas,

@@ -58,6 +58,20 @@ class Quota(Base, Resource):
                       description="Units it may lend (null: all unused). Not set: kept as it is"),
         ])
 
+    def validate(self, diags: Any, type_name: str, config: dict[str, Any]) -> None:
+        """Refuse a negative or fractional quota at `terraform plan`, not halfway through an apply (the API
+        would refuse it too, but only once earlier resources were already created)."""
+        super().validate(diags, type_name, config)
+        for name in ("nominal", "borrowing_limit", "lending_limit"):
+            value = config.get(name)
+            if value is None or value is Unknown:  # not set, or known only at apply
+                continue
+            exact = Decimal(str(value))
+            if exact < 0 or exact != exact.to_integral_value():
+                diags.add_error(f"{name} must be a whole number of units, 0 or more (got {value})",
+                                "Quotas are counted in whole units of the flavor (GPUs, MIG instances or shares).",
+                                path=[name])
+
     @staticmethod
     def state(row: dict[str, Any]) -> dict[str, Any]:
         return {"id": str(row["id"]), "tenant": row["tenant"], "flavor": row["flavor"], "cluster": row["cluster"],

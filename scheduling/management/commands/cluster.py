@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from gpufleet.audit.context import acting
+from gpufleet.command import GpufleetCommand
 from scheduling import actions, cluster_actions
 from scheduling.models_clusters import Cluster, ClusterFlavor, Placement, PlacementChangeRequest
 from tenants.errors import ActionError
@@ -43,7 +44,7 @@ def _json_flag(parser: CommandParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
-class Command(BaseCommand):
+class Command(GpufleetCommand):
     help = "Host clusters: register, list, inspect, offer flavors, drain placements (reviewed changes)."
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
+from gpufleet.command import GpufleetCommand
 from scheduling import actions
 from scheduling.models import Cohort
 
 from ._cli import run
 
 
-class Command(BaseCommand):
+class Command(GpufleetCommand):
     help = "Cohorts: tenants that lend and borrow idle quota (optionally nested)."
 
     def add_arguments(self, parser: CommandParser) -> None:

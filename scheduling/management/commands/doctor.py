@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from gpufleet.command import GpufleetCommand
 from infra.errors import InfraError
 from infra.kube.backend import KubernetesBackend
 from scheduling.doctor import diagnose
@@ -24,7 +25,7 @@ from scheduling.sync_objects import SyncTarget
 from tenants.render import RenderContext, render_platform
 
 
-class Command(BaseCommand):
+class Command(GpufleetCommand):
     help = "Check the cluster's Kueue, KAI, HAMi, KEDA, Kyverno and Karpenter configuration (read-only)."
 
     def add_arguments(self, parser: CommandParser) -> None:

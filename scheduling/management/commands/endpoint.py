@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from gpufleet.command import GpufleetCommand
 from scheduling import actions, defaults
 from scheduling.models import InferenceEndpoint, SlaTier
 from tenants.management.commands._util import get_tenant
@@ -11,7 +12,7 @@ from tenants.management.commands._util import get_tenant
 from ._cli import run
 
 
-class Command(BaseCommand):
+class Command(GpufleetCommand):
     help = "Scale-to-zero inference endpoints (KEDA ScaledObjects on vLLM queue depth and KV cache)."
 
     def add_arguments(self, parser: CommandParser) -> None:

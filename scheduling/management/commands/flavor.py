@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from gpufleet.command import GpufleetCommand
 from scheduling import actions, catalog
 from scheduling.models import Flavor
 
 from ._cli import parse_pairs, run
 
 
-class Command(BaseCommand):
+class Command(GpufleetCommand):
     help = "Manage GPU flavors (whole GPUs, MIG instances, HAMi shares)."
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from gpufleet.command import GpufleetCommand
 from scheduling.fleet_cli import discover
 
 
-class Command(BaseCommand):
+class Command(GpufleetCommand):
     help = "Fleet operations: node health and remediation, utilisation and idle GPUs."
 
     def add_arguments(self, parser: CommandParser) -> None:

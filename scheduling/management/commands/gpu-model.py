@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
+from gpufleet.command import GpufleetCommand
 from scheduling import actions
 from scheduling.models import GpuModel
 
 from ._cli import run
 
 
-class Command(BaseCommand):
+class Command(GpufleetCommand):
     help = "Manage GPU models (the physical GPUs flavors are cut from)."
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
+from gpufleet.command import GpufleetCommand
 from scheduling import actions
 from scheduling.models import GpuNodePool
 
 from ._cli import run
 
 
-class Command(BaseCommand):
+class Command(GpufleetCommand):
     help = "Karpenter GPU node pools (WhenEmpty consolidation after 1h unless explicitly overridden)."
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -16,8 +16,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from gpufleet.command import GpufleetCommand
 from scheduling.autoscaling_plan import build_plan
 from scheduling.models import InferenceEndpoint
 from scheduling.simulator import ScenarioError
@@ -45,7 +46,7 @@ def parse_hourly(text: str) -> list[float]:
     return out
 
 
-class Command(BaseCommand):
+class Command(GpufleetCommand):
     help = "Plans: `autoscaling` recommends node pool, gang and endpoint settings from simulated traffic."
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -3,8 +3,9 @@ propose SLUG ... | requests | preview ID | approve ID | reject ID"""
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from gpufleet.command import GpufleetCommand
 from scheduling import actions
 from scheduling.forms import limit_or_keep
 from scheduling.models import Quota, QuotaChangeRequest
@@ -27,7 +28,7 @@ def _numbers(parser: CommandParser) -> None:
     parser.add_argument("--cluster", default=None, help="host cluster (default: the tenant's home cluster)")
 
 
-class Command(BaseCommand):
+class Command(GpufleetCommand):
     help = "Quotas per tenant and flavor (direct edits are audited like reviewed changes)."
 
     def add_arguments(self, parser: CommandParser) -> None:

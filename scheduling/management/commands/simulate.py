@@ -13,8 +13,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from gpufleet.command import GpufleetCommand
 from scheduling.simulator import PRESETS, ScenarioError, render_table, run_preset, simulate
 from scheduling.simulator.compare import compare
 from scheduling.simulator.replay import parse_trace
@@ -40,7 +41,7 @@ def load_dict(path: str, option: str) -> dict[str, Any]:
     return data
 
 
-class Command(BaseCommand):
+class Command(GpufleetCommand):
     help = "Simulate the fleet: quotas, scheduling policy, node provisioning and autoscaling on a demand."
 
     def add_arguments(self, parser: CommandParser) -> None:

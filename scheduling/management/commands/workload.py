@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from gpufleet.command import GpufleetCommand
 from infra.errors import PermanentError, TransientError
 from scheduling import pending_sources
 from tenants.management.commands._util import dumps, get_tenant
 
 
-class Command(BaseCommand):
+class Command(GpufleetCommand):
     help = "Why is a workload pending: one sentence with the evidence and the next step."
 
     def add_arguments(self, parser: CommandParser) -> None:

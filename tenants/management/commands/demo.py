@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 from django.db import transaction
 
 from gpufleet.accounts.roles import PLATFORM_ADMIN, set_platform_roles
 from gpufleet.audit.context import acting
+from gpufleet.command import GpufleetCommand
 from tenants import actions
 from tenants.demo import SEEDERS
 from tenants.models import Membership, Tenant
@@ -27,7 +28,7 @@ DEMO_TENANTS = [
 ]
 
 
-class Command(BaseCommand):
+class Command(GpufleetCommand):
     help = "Seed demo users and tenants; running it again changes nothing."
 
     def add_arguments(self, parser: CommandParser) -> None:

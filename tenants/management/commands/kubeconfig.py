@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
+from gpufleet.command import GpufleetCommand
 from tenants.errors import ActionError
 from tenants.isolation.kubeconfig import kubeconfig_yaml
 
 from ._util import action_error, get_tenant
 
 
-class Command(BaseCommand):
+class Command(GpufleetCommand):
     help = "Print a kubeconfig for a tenant's virtual cluster (OIDC via kubelogin; contains no secrets)."
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from gpufleet.audit.context import acting
+from gpufleet.command import GpufleetCommand
 from infra.errors import InfraError
 from tenants import reconcile
 from tenants.models import Tenant
@@ -12,7 +13,7 @@ from tenants.models import Tenant
 from ._util import get_tenant
 
 
-class Command(BaseCommand):
+class Command(GpufleetCommand):
     help = "Reconcile one tenant or all of them (and the platform objects) synchronously."
 
     def add_arguments(self, parser: CommandParser) -> None:

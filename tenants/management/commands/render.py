@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from gpufleet.command import GpufleetCommand
 from infra.manifests import to_yaml_stream
 from tenants.backends import get_schema_registry
 from tenants.reconcile import desired_manifests
@@ -12,7 +13,7 @@ from tenants.render import RenderContext, render_platform
 from ._util import get_tenant
 
 
-class Command(BaseCommand):
+class Command(GpufleetCommand):
     help = "Print the rendered manifests (deterministic, sorted in apply order); nothing is applied."
 
     def add_arguments(self, parser: CommandParser) -> None:

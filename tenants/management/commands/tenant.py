@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
 from gpufleet.audit.context import acting
+from gpufleet.command import GpufleetCommand
 from tenants import actions
 from tenants.errors import ActionError
 from tenants.models import Tenant, TrustLevel
@@ -12,7 +13,7 @@ from tenants.models import Tenant, TrustLevel
 from ._util import action_error, dumps, get_tenant, tenant_json, tenant_table
 
 
-class Command(BaseCommand):
+class Command(GpufleetCommand):
     help = "Manage tenants (every change is audited as the CLI user)."
 
     def add_arguments(self, parser: CommandParser) -> None:

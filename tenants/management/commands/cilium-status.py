@@ -1,17 +1,18 @@
-"""gpufleet cilium_status: is the network isolation layer healthy? (`cilium status -o json`)."""
+"""gpufleet cilium-status: is the network isolation layer healthy? (`cilium status -o json`)."""
 
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from gpufleet.command import GpufleetCommand
 from infra.cilium import CiliumCLI
 from infra.errors import InfraError
 
 from ._util import dumps
 
 
-class Command(BaseCommand):
+class Command(GpufleetCommand):
     help = "Check Cilium's health with the cilium CLI; exits non-zero when unhealthy or unreachable."
 
     def handle(self, *args: object, **opts: object) -> None:
