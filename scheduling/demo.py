@@ -72,7 +72,7 @@ CLUSTERS = [
                    "kubeconfig_secret": "gpufleet-cluster-inference"},
      [("a100-whole", 8), ("a100-hami-25", 16)]),
     ("dev", {"purpose": "dev", "region": "eu-west-1", "region_name": "Europe (Ireland)",
-             "trust_levels": ["untrusted"], "metrics_label": "dev"},
+             "trust_levels": ["untrusted"], "metrics_label": "dev", "kubeconfig_secret": "gpufleet-cluster-dev"},
      [("a100-whole", 4)]),
 ]
 PLACEMENTS = [("vision", "training"), ("nlp-inference", "inference"), ("contractors", "dev")]
@@ -89,6 +89,9 @@ def seed_clusters(users: dict[str, Any], tenants: dict[str, Any]) -> None:
     # The demo's clusters share one metrics source (GPUFLEET_METRICS_URL), so each needs its `cluster` label,
     # `default` too: metering refuses clusters of one source it cannot tell apart (billing.metering.usage).
     Cluster.objects.filter(name="default", metrics_label="").update(metrics_label="default")
+    # Every cluster but `default` (where the GitOps tool runs) is registered with credentials, so each tree is
+    # delivered to its own cluster (`gpufleet render --sync`; issue 26, B7). Demos seeded before that get them.
+    Cluster.objects.filter(name="dev", kubeconfig_secret="").update(kubeconfig_secret="gpufleet-cluster-dev")
     for name, fields, offers in CLUSTERS:
         if not Cluster.objects.filter(name=name).exists():
             cluster_actions.create_cluster(name, **fields)

@@ -52,3 +52,14 @@ def test_demo_has_a_pool_for_every_flavor_hami_included(eager_tasks) -> None:
     cat = load_catalog()["scheduling"]
     hami = next(p for p in cat.node_pools if p.name == "a100-hami-pool")
     assert HAMI_NODE_SELECTOR.items() <= pool_labels(hami, cat).items()
+
+
+@pytest.mark.parametrize("tool", ["flux", "argocd"])
+def test_the_demo_fleet_can_be_delivered_each_tree_to_its_own_cluster(eager_tasks, tool: str) -> None:
+    """Issue 26 B7: `render --sync` refuses a fleet whose clusters it cannot tell apart; the demo's is not one."""
+    call_command("demo", stdout=StringIO())
+    out = StringIO()
+    call_command("render", sync=tool, repo_url="https://git.example.com/fleet.git", stdout=out)
+    for cluster in ("dev", "inference", "training"):  # Flux: the kubeConfig Secret; Argo CD: the cluster's name
+        expected = f"gpufleet-cluster-{cluster}" if tool == "flux" else f"destination:\n        name: {cluster}"
+        assert expected in out.getvalue()
