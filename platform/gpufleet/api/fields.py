@@ -26,3 +26,16 @@ class NameField(serializers.CharField):
         if not isinstance(data, str):
             raise serializers.ValidationError(k8s_names.text_problems(data))
         return super().to_internal_value(data)
+
+
+class Prose(serializers.CharField):
+    """Free text a person writes (a reason, a review comment, a note): a JSON string kept exactly as sent.
+
+    Every other text field of a request refuses leading and trailing whitespace (gpufleet.api.serializers);
+    prose may start or end with a space or a line break, and is not trimmed either."""
+
+    prose = True
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
