@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from gpufleet.api.fields import NameField
+from gpufleet.api.fields import NameField, Prose
 from gpufleet.api.representation import CompiledRepresentation
 from gpufleet.api.serializers import StrictSerializer, documented
 
@@ -85,7 +85,7 @@ class QuotaWriteSerializer(StrictSerializer):
 
 
 class QuotaRequestCreateSerializer(QuotaWriteSerializer):
-    reason = serializers.CharField(required=False, allow_blank=True, default="")
+    reason = Prose(required=False, allow_blank=True, default="")
 
 
 class QuotaRequestSerializer(serializers.ModelSerializer):
@@ -103,7 +103,7 @@ class QuotaRequestSerializer(serializers.ModelSerializer):
 
 
 class ReviewSerializer(StrictSerializer):
-    comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
+    comment = Prose(required=False, allow_blank=True, default="", max_length=2000)
 
 
 class EndpointSerializer(serializers.ModelSerializer):
