@@ -77,7 +77,7 @@ VALID: dict[str, Any] = {
     "consolidation_policy": "WhenEmpty", "consolidate_after": "5m", "allow_underutilized": False,
     "tenant": "acme", "model": "meta-llama/Llama-3.1-8B", "tier": "standard", "deployment": "llm",
     "queue_target": 5, "kv_cache_target": 0.8, "triggers": [], "cohort": "gpufleet",
-    "fair_sharing_weight": "1", "priority_class": "", "comment": "ok", "nominal": 1, "borrowing_limit": 0,
+    "fair_sharing_weight": 1, "priority_class": "", "comment": "ok", "nominal": 1, "borrowing_limit": 0,
     "lending_limit": 0, "per_unit_hour": "2.75", "currency": "USD", "effective_from": "2026-12-01",
     "period": "2026-10",
 }

@@ -59,8 +59,10 @@ def test_every_wrong_type_and_untrimmed_text_is_400_naming_the_field(world, gito
     wrong = []
     for method, path, field, value in all_cases:
         response = getattr(client, method)(path, {field: value}, format="json")
-        fields = {e["field"] for e in response.json().get("errors", [])} if response.status_code == 400 else None
-        if fields != {field}:
+        # Other fields may be reported too (all problems at once: a required field is missing); this one must be,
+        # for its type or its whitespace, not for what a coercion made of it.
+        reasons = response.json().get("fields", {}).get(field, []) if response.status_code == 400 else []
+        if not any(r.startswith("must be ") or "whitespace" in r for r in reasons):
             wrong.append((method, path, field, value, response.status_code, response.content[:200]))
     assert not wrong, f"{len(wrong)} of {len(all_cases)} accepted or misnamed:\n" + "\n".join(map(str, wrong[:40]))
     assert snapshot(gitops_repo) == before
@@ -73,8 +75,8 @@ def test_an_unknown_field_is_400_naming_it_on_every_route(world, gitops_repo: Pa
     wrong = []
     for method, path, _template, _body in routes:
         response = getattr(client, method)(path, {"no_such_field": 1}, format="json")
-        fields = {e["field"] for e in response.json().get("errors", [])} if response.status_code == 400 else None
-        if fields != {"no_such_field"}:
+        reasons = response.json().get("fields", {}).get("no_such_field", []) if response.status_code == 400 else []
+        if not any("is not a field" in r for r in reasons):  # (a missing required field is reported with it)
             wrong.append((method, path, response.status_code, response.content[:200]))
     assert not wrong, "\n".join(map(str, wrong))
     assert snapshot(gitops_repo) == before

@@ -25,8 +25,11 @@ from typing import Any
 from django.http import QueryDict
 from rest_framework import serializers
 
-JSON_TYPE_NAMES = {"integer": "an integer", "number": "a number", "string": "a string", "boolean": "true or false",
-                   "array": "an array", "object": "an object"}
+# How a reason names the type a field wants, and the type a value has ("must be a string, not a number").
+EXPECTED = {"integer": "a whole number (a JSON integer)", "number": "a number", "string": "a string",
+            "boolean": "true or false (a JSON boolean)", "array": "an array", "object": "an object"}
+ACTUAL = {"integer": "a number", "number": "a number", "string": "a string", "boolean": "a boolean",
+          "array": "an array", "object": "an object", "null": "null"}
 
 
 def json_type_of(value: Any) -> str:
@@ -89,7 +92,7 @@ def type_problem(value: Any, schema: Mapping[str, Any]) -> str | None:
         return None
     fits = actual == expected or (expected == "number" and actual == "integer")
     if not fits:
-        return f"must be {JSON_TYPE_NAMES.get(expected, expected)}, not {JSON_TYPE_NAMES.get(actual, actual)}"
+        return f"must be {EXPECTED.get(expected, expected)}, not {ACTUAL.get(actual, actual)}"
     if expected == "array" and isinstance(schema.get("items"), Mapping):
         for index, item in enumerate(value):
             if (problem := type_problem(item, schema["items"])) is not None:
@@ -129,7 +132,9 @@ class RejectUnknownFields:
             value = data[name]
             schema = field_schema(field)
             problem = type_problem(value, schema) if typed else None
-            if problem is None and schema.get("type") == "string" and not getattr(field, "prose", False):
+            # Prose keeps its spaces; a name refuses whitespace anywhere, with its own reason (gpufleet.k8s_names).
+            if problem is None and schema.get("type") == "string" and not getattr(field, "prose", False) \
+                    and not getattr(field, "refuses_whitespace", False):
                 problem = edge_whitespace_problem(value)
             if problem is not None:
                 errors[name] = [problem]
@@ -142,9 +147,17 @@ class RejectUnknownFields:
             refused = {str(name): [self.reason_for_unknown(str(name))] for name in sorted(set(data) - writable,
                                                                                          key=str)}
             refused.update(self.type_errors(data))
-        if refused:  # before any field coerces a value or a validator looks one up
+        try:
+            value = super().to_internal_value(data)  # type: ignore[misc]
+        except serializers.ValidationError as exc:
+            # Every problem at once (a missing field too), but a refused value's reason is the type's, not what
+            # a coercing field said about it.
+            if refused and isinstance(exc.detail, dict):
+                raise serializers.ValidationError({**exc.detail, **refused}) from exc
+            raise
+        if refused:
             raise serializers.ValidationError(refused)
-        return super().to_internal_value(data)  # type: ignore[misc]
+        return value
 
 
 class StrictSerializer(RejectUnknownFields, serializers.Serializer):

@@ -32,8 +32,8 @@ class _AuditActor:
         # Unknown fields are refused on every route: on the ones that take no body (DELETE, and actions marked
         # @no_body such as approve), any field is unknown.
         handler = getattr(self, getattr(self, "action", None) or request.method.lower(), None)
-        if request.method == "DELETE" or getattr(handler, "takes_no_body", False):
-            refuse_body(request.data)
+        if handler is not None and (request.method == "DELETE" or getattr(handler, "takes_no_body", False)):
+            refuse_body(request.data)  # (no handler: the method is not allowed, a 405 follows)
 
 
 class AuditActorMixin(ConditionalMixin, IdempotencyMixin, _AuditActor):
