@@ -180,6 +180,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "gpufleet.api.schema.declare_problems",
+        "gpufleet.api.schema.close_request_bodies",
     ],
     # One name per choice set (without these, drf-spectacular names colliding enums by hash).
     "ENUM_NAME_OVERRIDES": {
