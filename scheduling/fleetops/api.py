@@ -57,7 +57,7 @@ class FindingSerializer(StrictSerializer):
     gpu_equivalent_seconds = documented(serializers.JSONField, DECIMAL_OR_TEXT, required=False, allow_null=True)
     memory_mib = documented(serializers.JSONField, DECIMAL_OR_TEXT, required=False, allow_null=True)
     cost = documented(serializers.JSONField, DECIMAL_OR_TEXT, required=False, allow_null=True)
-    currency = serializers.CharField(required=False, allow_blank=True)
+    currency = serializers.CharField(required=False, allow_blank=True, allow_null=True)  # no price: null
     signal = serializers.CharField(required=False)
 
     def to_internal_value(self, data: Any) -> Any:
