@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from gpufleet.api.fields import Prose
 from gpufleet.api.representation import CompiledRepresentation
 from gpufleet.api.serializers import StrictSerializer
 
@@ -62,4 +63,4 @@ class DraftSerializer(StrictSerializer):
 
 
 class VoidSerializer(StrictSerializer):
-    reason = serializers.CharField(allow_blank=True, max_length=2000)
+    reason = Prose(allow_blank=True, max_length=2000)

@@ -21,6 +21,7 @@ from gpufleet.api.answercache import CachedReadsMixin
 from gpufleet.api.permissions import IsBillingAdmin
 from gpufleet.api.prefetch import attach_rows
 from gpufleet.api.representation import row_lookups
+from gpufleet.api.serializers import no_body
 from gpufleet.api.viewsets import ScopedReadOnlyViewSet
 from infra.errors import PermanentError, TransientError
 from tenants.errors import ActionError
@@ -110,6 +111,7 @@ class InvoiceViewSet(CachedReadsMixin, ScopedReadOnlyViewSet):
 
     @extend_schema(request=None, responses={200: InvoiceSerializer})
     @action(detail=True, methods=["post"])
+    @no_body
     def finalize(self, request: Request, pk: str | None = None) -> Response:
         return self._admin(request, lambda inv: actions.finalize(inv.pk))
 
@@ -122,6 +124,7 @@ class InvoiceViewSet(CachedReadsMixin, ScopedReadOnlyViewSet):
 
     @extend_schema(request=None, responses={200: InvoiceSerializer})
     @action(detail=True, methods=["post"])
+    @no_body
     def reissue(self, request: Request, pk: str | None = None) -> Response:
         return self._admin(request, lambda inv: actions.reissue(inv.pk))
 

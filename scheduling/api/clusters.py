@@ -23,7 +23,7 @@ from rest_framework.views import APIView
 
 from gpufleet import clock
 from gpufleet.accounts.roles import is_platform_admin
-from gpufleet.api.fields import NameField
+from gpufleet.api.fields import NameField, Prose
 from gpufleet.api.serializers import StrictSerializer, documented
 from gpufleet.api.viewsets import AuditActorMixin, ScopedViewSetMixin
 from tenants.models import Tenant
@@ -185,7 +185,7 @@ class PlacementRequestCreateSerializer(StrictSerializer):
     cluster = NameField()
     action = documented(serializers.CharField, serializers.ChoiceField(
         choices=PlacementChangeRequest.Action.choices))
-    reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
+    reason = Prose(required=False, allow_blank=True, default="", max_length=2000)
 
 
 @extend_schema_view(list=extend_schema(parameters=[TENANT_FILTER, OpenApiParameter("state", OpenApiTypes.STR)]))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from gpufleet.api.fields import NameField
+from gpufleet.api.fields import NameField, Prose
 from gpufleet.api.representation import CompiledRepresentation
 from gpufleet.api.serializers import StrictSerializer, documented
 
@@ -96,7 +96,7 @@ class QuotaUpdateSerializer(StrictSerializer):
 
 
 class QuotaRequestCreateSerializer(QuotaWriteSerializer):
-    reason = serializers.CharField(required=False, allow_blank=True, default="")
+    reason = Prose(required=False, allow_blank=True, default="")
 
 
 class QuotaRequestSerializer(serializers.ModelSerializer):
@@ -114,7 +114,7 @@ class QuotaRequestSerializer(serializers.ModelSerializer):
 
 
 class ReviewSerializer(StrictSerializer):
-    comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
+    comment = Prose(required=False, allow_blank=True, default="", max_length=2000)
 
 
 class EndpointSerializer(serializers.ModelSerializer):

@@ -29,8 +29,11 @@ def notify_owners(tenant: Tenant, finding: Any) -> IdleNotice:
         raise ActionError({"finding": [f"missing {', '.join(missing)}"]})
     if finding.get("namespace") != f"tenant-{tenant.slug}":
         raise ActionError({"finding": [f"namespace {finding.get('namespace')!r} is not tenant {tenant.slug!r}'s"]})
+    idle = finding["idle_seconds"]
+    if isinstance(idle, bool) or not isinstance(idle, int) or idle < 0:  # int("abc") was a 500
+        raise ActionError({"finding.idle_seconds": ["must be a whole number of seconds, at least 0"]})
     kept = {k: finding.get(k) for k in (*NOTICE_FIELDS, "end", "cost", "currency", "gpu_equivalent_seconds")}
-    hours = int(finding["idle_seconds"]) / 3600
+    hours = idle / 3600
     message = (f"{finding['pod']} held a {finding['flavor']} GPU idle for {hours:.1f} h from {finding['start']} "
                f"({finding['memory_mib']} MiB held; signal {finding['signal']}). Scale it down or release it.")
     with transaction.atomic():

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from django.urls import path
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
 from rest_framework.exceptions import APIException, NotFound, PermissionDenied, ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
@@ -17,7 +18,10 @@ from rest_framework.views import APIView
 
 from billing.metering.usage import MeteringInputError
 from gpufleet.accounts.roles import is_platform_admin
+from gpufleet.api.fields import NameField
+from gpufleet.api.serializers import StrictSerializer, documented
 from gpufleet.api.viewsets import AuditActor
+from gpufleet.instants import InstantError, parse_instant
 from infra.errors import PermanentError, TransientError
 from scheduling.models import InferenceEndpoint
 from tenants.errors import ActionError
@@ -34,6 +38,44 @@ WINDOW = [OpenApiParameter("start", OpenApiTypes.DATETIME, required=True),
 log = logging.getLogger(__name__)
 
 LIST_OF_OBJECTS = {"type": "array", "items": {"type": "object"}}
+# Decimals of an idle finding: the API answers them as text, the CLI's --json as numbers; a notice takes either.
+DECIMAL_OR_TEXT = {"oneOf": [{"type": "string"}, {"type": "number"}]}
+
+
+class FindingSerializer(StrictSerializer):
+    """One idle finding as /api/v1/fleet/idle/ and `gpufleet fleet idle --json` answer it (service.idle_findings).
+
+    Shape and types only; notify_owners checks that it is the tenant's and carries what a notice needs."""
+
+    tenant = serializers.CharField(required=False)
+    namespace = serializers.CharField(required=False)
+    pod = serializers.CharField(required=False)
+    container = serializers.CharField(required=False, allow_blank=True)
+    device = serializers.CharField(required=False, allow_blank=True)
+    mig_instance = serializers.CharField(required=False, allow_blank=True, allow_null=True)
+    flavor = serializers.CharField(required=False)
+    start = serializers.CharField(required=False)
+    end = serializers.CharField(required=False, allow_null=True)
+    ongoing = serializers.BooleanField(required=False)
+    idle_seconds = documented(serializers.JSONField, {"type": "integer", "minimum": 0}, required=False)
+    gpu_equivalent_seconds = documented(serializers.JSONField, DECIMAL_OR_TEXT, required=False, allow_null=True)
+    memory_mib = documented(serializers.JSONField, DECIMAL_OR_TEXT, required=False, allow_null=True)
+    cost = documented(serializers.JSONField, DECIMAL_OR_TEXT, required=False, allow_null=True)
+    currency = serializers.CharField(required=False, allow_blank=True, allow_null=True)  # no price: null
+    signal = serializers.CharField(required=False)
+
+    def to_internal_value(self, data: Any) -> Any:
+        super().to_internal_value(data)  # shape and types; the action reads the finding as sent
+        return data
+
+
+class NoticeSerializer(StrictSerializer):
+    tenant = NameField()
+    finding = FindingSerializer()
+
+
+class ScaleToZeroSerializer(StrictSerializer):
+    tier = NameField()
 
 
 class MetricsUnavailable(APIException):
@@ -47,10 +89,9 @@ def _time(request: Request, name: str) -> datetime:
     if not raw:
         raise ValidationError({name: ["is required (ISO 8601, e.g. 2026-11-01T00:00:00Z)"]})
     try:
-        moment = datetime.fromisoformat(raw.strip().replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise ValidationError({name: [f"not an ISO 8601 time: {raw!r}"]}) from exc
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC)
+        return parse_instant(raw)
+    except InstantError as exc:
+        raise ValidationError({name: [exc.reason]}) from exc
 
 
 def _scope(request: Request) -> list[str] | None:
@@ -127,17 +168,19 @@ class NoticesView(AuditActor, APIView):
         return Response([{"id": n.pk, "tenant": n.tenant.slug, "message": n.message, "finding": n.finding,
                           "created": n.created.isoformat()} for n in notices])
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT})
+    @extend_schema(request=NoticeSerializer, responses={201: OpenApiTypes.OBJECT})
     def post(self, request: Request) -> Response:
         """Notify a tenant's owners of an idle finding (platform admins)."""
         if not is_platform_admin(request.user):
             raise PermissionDenied("only platform admins send idle notices")
-        slug = request.data.get("tenant") if isinstance(request.data, dict) else None
-        tenant = Tenant.objects.filter(slug=slug).first() if isinstance(slug, str) else None
+        payload = NoticeSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        slug = payload.validated_data["tenant"]
+        tenant = Tenant.objects.filter(slug=slug).first()
         if tenant is None:
             raise ValidationError({"tenant": [f"no tenant {slug!r}"]})
         try:
-            notice = actions.notify_owners(tenant, request.data.get("finding"))
+            notice = actions.notify_owners(tenant, payload.validated_data["finding"])
         except ActionError as exc:
             raise ValidationError(exc.errors) from exc
         return Response({"id": notice.pk, "tenant": tenant.slug, "message": notice.message}, status=201)
@@ -146,7 +189,7 @@ class NoticesView(AuditActor, APIView):
 class ScaleToZeroView(AuditActor, APIView):
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(request=ScaleToZeroSerializer, responses={200: OpenApiTypes.OBJECT})
     def post(self, request: Request, pk: int) -> Response:
         """Apply scale-to-zero to an idle inference endpoint: move it to a tier with min_replicas 0."""
         endpoint = InferenceEndpoint.objects.filter(pk=pk).select_related("tenant").first()
@@ -156,9 +199,10 @@ class ScaleToZeroView(AuditActor, APIView):
         if not is_platform_admin(request.user) and not endpoint.tenant.memberships.filter(
                 user=request.user, role="owner").exists():
             raise PermissionDenied("only the tenant's owners or platform admins change an endpoint's tier")
-        tier = request.data.get("tier") if isinstance(request.data, dict) else None
+        payload = ScaleToZeroSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
         try:
-            actions.scale_to_zero(endpoint, tier)
+            actions.scale_to_zero(endpoint, payload.validated_data["tier"])
         except ActionError as exc:
             raise ValidationError(exc.errors) from exc
         return Response({"endpoint": endpoint.name, "tenant": endpoint.tenant.slug, "tier": endpoint.tier.name})

@@ -8,7 +8,7 @@ import csv
 import io
 import logging
 from collections import defaultdict
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -26,6 +26,7 @@ from billing.models import UsageRecord
 from billing.month_to_date import allocation_now
 from gpufleet import clock
 from gpufleet.accounts.roles import is_platform_admin
+from gpufleet.instants import InstantError, parse_instant
 from infra.errors import PermanentError, TransientError
 from scheduling.figures import flavor_figures
 from scheduling.models import Flavor, InferenceEndpoint, Quota
@@ -43,13 +44,13 @@ def _window(request: HttpRequest) -> tuple[datetime, datetime]:
     """?start=&end= (whole hours, UTC), else month to date."""
     now = clock.now().replace(minute=0, second=0, microsecond=0)
     start, end = now.replace(day=1, hour=0), now
-    try:
-        if request.GET.get("start"):
-            start = datetime.fromisoformat(request.GET["start"].replace("Z", "+00:00")).astimezone(UTC)
-        if request.GET.get("end"):
-            end = datetime.fromisoformat(request.GET["end"].replace("Z", "+00:00")).astimezone(UTC)
-    except ValueError as exc:
-        raise BadRequest("start and end must be ISO 8601 times") from exc
+    for name in ("start", "end"):
+        if request.GET.get(name):
+            try:
+                moment = parse_instant(request.GET[name])
+            except InstantError as exc:
+                raise BadRequest(f"{name}: {exc.reason}") from exc
+            start, end = (moment, end) if name == "start" else (start, moment)
     start, end = start.replace(minute=0, second=0, microsecond=0), end.replace(minute=0, second=0, microsecond=0)
     return start, max(end, start + timedelta(hours=1))
 

@@ -14,7 +14,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from gpufleet.accounts.roles import is_platform_admin
+from gpufleet.api.fields import Prose
+from gpufleet.api.serializers import StrictSerializer
 from gpufleet.api.viewsets import AuditActorMixin
+from gpufleet.instants import InstantError, parse_instant
 from infra.errors import PermanentError, TransientError
 from tenants.errors import ActionError
 
@@ -23,6 +26,10 @@ from .models import Remediation
 from .remediation import assess, uncordon
 
 LIST_OF_OBJECTS = build_array_type(build_basic_type(OpenApiTypes.OBJECT))
+
+
+class UncordonSerializer(StrictSerializer):
+    note = Prose(required=False, allow_blank=True, default="", max_length=200)
 
 
 class ClusterUnavailable(exceptions.APIException):
@@ -52,11 +59,10 @@ class NodeHealthViewSet(AuditActorMixin, viewsets.ViewSet):
     def list(self, request: Request) -> Response:
         at = None
         if request.query_params.get("at"):
-            from django.utils.dateparse import parse_datetime
-
-            at = parse_datetime(request.query_params["at"].replace("Z", "+00:00"))
-            if at is None or at.tzinfo is None:
-                raise ActionError({"at": ["an ISO 8601 time with a zone, e.g. 2026-11-30T12:00:00Z"]})
+            try:
+                at = parse_instant(request.query_params["at"])
+            except InstantError as exc:
+                raise ActionError({"at": [exc.reason]}) from exc
         try:
             report = assess(at, ops=kube.cluster_ops(), metrics=kube.metrics_client()).report()
         except (TransientError, PermanentError) as exc:
@@ -69,12 +75,12 @@ class NodeHealthViewSet(AuditActorMixin, viewsets.ViewSet):
         rows = Remediation.objects.prefetch_related("steps")[:200]
         return Response([remediation_json(r) for r in rows])
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(request=UncordonSerializer, responses={200: OpenApiTypes.OBJECT})
     @action(detail=True, methods=["post"])
     def uncordon(self, request: Request, pk: str | None = None) -> Response:
-        note = request.data.get("note", "") if isinstance(request.data, dict) else ""
-        if not isinstance(note, str) or len(note) > 200:
-            raise ActionError({"note": ["text of at most 200 characters"]})
+        payload = UncordonSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        note = payload.validated_data["note"]
         try:
             rem = uncordon(str(pk), kube.cluster_ops(), note=note)
         except LookupError as exc:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from gpufleet.api.fields import NameField
+from gpufleet.api.fields import NameField, Prose
 from gpufleet.api.representation import CompiledRepresentation
 from gpufleet.api.serializers import StrictSerializer, documented
 
@@ -84,4 +84,4 @@ class TenantUpdateSerializer(StrictSerializer):
 
 
 class RejectSerializer(StrictSerializer):
-    reason = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+    reason = Prose(required=False, allow_blank=True, max_length=2000)

@@ -15,6 +15,7 @@ from gpufleet.accounts.roles import is_platform_admin
 from gpufleet.api.answercache import CachedReadsMixin
 from gpufleet.api.prefetch import as_rows, attach_rows
 from gpufleet.api.representation import model_rows, row_lookups
+from gpufleet.api.serializers import no_body
 from gpufleet.api.viewsets import ScopedModelViewSet
 
 from .. import actions
@@ -122,6 +123,7 @@ class TenantViewSet(CachedReadsMixin, TenantIsolationActions, ScopedModelViewSet
 
     @extend_schema(request=None, responses={200: TenantSerializer})
     @action(detail=True, methods=["post"])
+    @no_body
     def approve(self, request: Request, pk: str | None = None) -> Response:
         return self._admin_transition(actions.approve, request)
 
@@ -136,10 +138,12 @@ class TenantViewSet(CachedReadsMixin, TenantIsolationActions, ScopedModelViewSet
 
     @extend_schema(request=None, responses={200: TenantSerializer})
     @action(detail=True, methods=["post"])
+    @no_body
     def suspend(self, request: Request, pk: str | None = None) -> Response:
         return self._admin_transition(actions.suspend, request)
 
     @extend_schema(request=None, responses={200: TenantSerializer})
     @action(detail=True, methods=["post"])
+    @no_body
     def resume(self, request: Request, pk: str | None = None) -> Response:
         return self._admin_transition(actions.resume, request)

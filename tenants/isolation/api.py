@@ -14,7 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from gpufleet.accounts.roles import is_platform_admin
-from gpufleet.api.serializers import StrictSerializer
+from gpufleet.api.serializers import StrictSerializer, documented
 from gpufleet.api.viewsets import AuditActorMixin
 from infra.cilium import CiliumCLI
 from infra.errors import InfraError
@@ -32,9 +32,14 @@ class AllocationPolicySerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+STRINGS = {"type": "array", "items": {"type": "string"}}
+
+
 class AllocationPolicyUpdateSerializer(StrictSerializer):
-    allowed_modes = serializers.JSONField(required=False)
-    world_egress = serializers.JSONField(required=False)
+    """Values stay raw for the action, which names the reason; the schema states their types."""
+
+    allowed_modes = documented(serializers.JSONField, STRINGS, required=False)
+    world_egress = documented(serializers.JSONField, {"type": "boolean"}, required=False)
 
 
 class AllocationPolicyViewSet(AuditActorMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
@@ -58,9 +63,12 @@ class AllocationPolicyViewSet(AuditActorMixin, mixins.ListModelMixin, mixins.Ret
 
 
 class TenantIsolationSerializer(StrictSerializer):
-    allowed_modes = serializers.JSONField(required=False, allow_null=True)
-    egress_cidrs = serializers.JSONField(required=False)
-    egress_fqdns = serializers.JSONField(required=False)
+    allowed_modes = documented(serializers.JSONField, STRINGS, required=False, allow_null=True)
+    egress_cidrs = documented(serializers.JSONField, STRINGS, required=False)
+    egress_fqdns = documented(serializers.JSONField, STRINGS, required=False)
+
+    def reason_for_unknown(self, name: str) -> str:
+        return "is not a field that can be changed"
 
 
 class HubbleUnavailable(APIException):
@@ -85,9 +93,6 @@ class TenantIsolationActions:
                 raise PermissionDenied("only platform admins may change a tenant's isolation")
             payload = TenantIsolationSerializer(data=request.data)
             payload.is_valid(raise_exception=True)
-            unknown = sorted(set(request.data) - set(payload.fields))
-            if unknown:
-                raise serializers.ValidationError({k: ["is not a field that can be changed"] for k in unknown})
             actions.set_tenant_isolation(tenant, **payload.validated_data)
         return Response(isolation_data(tenant))
 

@@ -3,6 +3,11 @@ and sends them to a live server (PostgreSQL, eager tasks, GitOps backend) as a p
 
 Checked for every operation: no 5xx, and every response conforms to the schema declared for it (body
 and content type). Bounded by `MAX_EXAMPLES` per operation so the run takes a couple of minutes.
+
+And the other direction (issue 27 item 9): every write operation gets requests the document says are invalid
+(schemathesis' negative mode: a wrong JSON type such as "5" for an integer, a field the body does not list —
+request bodies say `additionalProperties: false` —, a missing required field, a value outside its enum, pattern
+or bounds); each must be refused with a 4xx, never accepted or a 5xx.
 """
 
 from __future__ import annotations
@@ -10,8 +15,13 @@ from __future__ import annotations
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
+from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import content_type_conformance, response_schema_conformance
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    negative_data_rejection,
+    response_schema_conformance,
+)
 
 from gpufleet.accounts.models import ApiToken
 from scheduling import actions as sched
@@ -72,4 +82,34 @@ def test_every_operation_keeps_its_contract(api_schema, token):
         except Exception as exc:
             failures.append(f"{operation.label}: {str(exc)[:1500]}")
     assert operations > 40
+    assert not failures, "\n\n".join(failures)
+
+
+WRITE_METHODS = ("POST", "PATCH", "PUT")
+
+
+def test_every_write_operation_refuses_what_the_document_forbids(api_schema, token):
+    headers = {"Authorization": f"Bearer {token}"}
+    failures: list[str] = []
+    operations = 0
+    for result in api_schema.get_all_operations():
+        operation = result.ok()
+        if operation.method.upper() not in WRITE_METHODS or not len(operation.body):
+            continue
+        operations += 1
+        # A valid uncordon reaches the Kubernetes API, which this live server has none of (503, as above).
+        wanted = [negative_data_rejection] if operation.path.startswith(CLUSTER_READERS) else \
+            [not_a_server_error, negative_data_rejection]
+
+        @given(case=operation.as_strategy(generation_mode=GenerationMode.NEGATIVE))
+        @settings(max_examples=MAX_EXAMPLES, deadline=None, derandomize=True, database=None,
+                  suppress_health_check=list(HealthCheck))
+        def exercise(case):
+            case.call_and_validate(headers=headers, checks=wanted)
+
+        try:
+            exercise()
+        except Exception as exc:
+            failures.append(f"{operation.label}: {str(exc)[:1500]}")
+    assert operations >= 25
     assert not failures, "\n\n".join(failures)

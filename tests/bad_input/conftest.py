@@ -7,13 +7,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from django.apps import apps
 from rest_framework.test import APIClient
 
 from billing import actions as billing_actions
+from gpufleet.accounts.models import ApiToken
 from gpufleet.audit.models import AuditEvent
 from scheduling import actions as scheduling_actions
-from tenants.models import Phase
+from scheduling import cluster_actions, placement_actions
+from tenants.models import Membership, Phase
 from tests.support import factories
 
 
@@ -27,10 +30,17 @@ def world(db, settings) -> dict[str, Any]:
     proposal = scheduling_actions.propose_quota_change(ready, flavor="h100", nominal=2, reason="more")
     quota = scheduling_actions.set_quota(ready, flavor="h100", nominal=1, borrowing_limit=2)
     billing_actions.set_price("h100", "2.50", "USD", "2026-01-01")
+    # One object behind every other route too (api_routes below), so a body reaches its checks, not a 404.
+    cluster_actions.create_cluster("edge", purpose="inference", region="eu-west-1")
+    placement = placement_actions.propose_placement_change(ready, cluster="edge", action="add")
+    endpoint = scheduling_actions.create_endpoint(ready, "llm", model="meta-llama/Llama-3.1-8B", tier="standard")
+    _, prefix, digest = ApiToken.generate()
+    token = ApiToken.objects.create(user=admin, name="probe", prefix=prefix, digest=digest)
     client = APIClient()
     client.force_authenticate(admin)
     return {"admin": admin, "client": client, "ready": ready, "requested": requested, "proposal": proposal,
-            "quota": quota}
+            "quota": quota, "placement": placement, "endpoint": endpoint, "token": token,
+            "member": Membership.objects.get(tenant=ready, user=admin)}
 
 
 def write_routes(world: dict[str, Any]) -> list[tuple[str, str]]:
@@ -54,6 +64,43 @@ def write_routes(world: dict[str, Any]) -> list[tuple[str, str]]:
         ("post", "/api/v1/billing/prices/"),
         ("post", "/api/v1/billing/invoices/draft/"),
     ]
+
+
+def api_schema(client: APIClient) -> dict[str, Any]:
+    return yaml.safe_load(client.get("/api/v1/schema/").content)
+
+
+def concrete_path(world: dict[str, Any], template: str) -> str:
+    """`template` (an OpenAPI path) with each parameter replaced by the world's object of that route."""
+    objects = {"tenants": world["ready"].pk, "members": world["member"].pk, "tokens": world["token"].pk,
+               "quota-requests": world["proposal"].pk, "placement-requests": world["placement"].pk,
+               "endpoints": world["endpoint"].pk, "clusters": "edge", "gpu-allocation-policies": "standard",
+               "quotas": world["quota"].pk, "node-health": "gpu-a"}
+    parts = template.strip("/").split("/")
+    out = []
+    for index, part in enumerate(parts):
+        if part.startswith("{"):
+            # Objects this world has none of (an invoice, a flavor...): an id nothing has, still a real route.
+            part = str(objects.get(parts[index - 1], 999999))
+        out.append(part)
+    return "/" + "/".join(out) + "/"
+
+
+def api_routes(world: dict[str, Any], methods: tuple[str, ...] = ("post", "patch", "put", "delete"),
+               ) -> list[tuple[str, str, str, dict[str, Any]]]:
+    """(method, concrete path, template, request body schema or {}) of every API operation the published
+    document lists with one of `methods`: the routes are the document's, so a new route is covered unedited."""
+    schema = api_schema(world["client"])
+    components = schema["components"]["schemas"]
+    routes = []
+    for template, item in sorted(schema["paths"].items()):
+        for method, operation in sorted(item.items()):
+            if method not in methods:
+                continue
+            ref = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema", {})
+            body = components.get(ref.get("$ref", "").rsplit("/", 1)[-1], {}) if ref else {}
+            routes.append((method, concrete_path(world, template), template, body))
+    return routes
 
 
 def _git(repo: Path, *args: str) -> str:

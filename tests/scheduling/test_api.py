@@ -154,7 +154,7 @@ def test_tenant_scheduling_settings_render_into_the_queues(fleet, tenants, admin
                                                         "priority_class": "urgent"}, format="json")
     assert bad.status_code == 400 and fields(bad) == {"cohort", "priority_class"}
     ok = admin_api.post("/api/v1/tenant-scheduling/", {"tenant": "t-standard", "cohort": "vision-lab",
-                                                       "fair_sharing_weight": "3", "priority_class": "high"},
+                                                       "fair_sharing_weight": 3, "priority_class": "high"},
                         format="json")
     assert ok.status_code == 200, ok.content
     assert ok.json() | {"id": 0} == {"id": 0, "tenant": "t-standard", "cohort": "vision-lab",

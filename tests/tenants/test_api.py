@@ -45,7 +45,7 @@ BAD_SLUGS = [
     (" abc", "whitespace or control"),
     ("ab c", "whitespace or control"),
     ("abc\t", "whitespace or control"),
-    ("abc\x00", "Null characters"),             # DRF's own refusal
+    ("abc\x00", "NUL character"),               # the API parser refuses it (gpufleet/api/parsers.py)
     ("abc\u00a0", "whitespace or control"),      # non-breaking space
     ("abc\u0085", "whitespace or control"),      # NEL, a line break to str.splitlines
     ("\u0430cme", "ASCII"),                      # Cyrillic a, looks like "acme"

@@ -18,11 +18,28 @@ class NameField(serializers.CharField):
     (gpufleet.k8s_names), which the CLI and the portal call too.
     """
 
+    refuses_whitespace = True  # anywhere in the name, with its own reason (to_internal_value below)
+
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("trim_whitespace", False)
         super().__init__(**kwargs)
 
     def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str):
-            raise serializers.ValidationError(k8s_names.text_problems(data))
+        # Whitespace, control characters and look-alikes anywhere: refused here, not only by the action, because
+        # some views look the name up first (" acme" was "no such tenant", a 404, not a 400 naming the field).
+        if problems := k8s_names.text_problems(data):
+            raise serializers.ValidationError(problems)
         return super().to_internal_value(data)
+
+
+class Prose(serializers.CharField):
+    """Free text a person writes (a reason, a review comment, a note): a JSON string kept exactly as sent.
+
+    Every other text field of a request refuses leading and trailing whitespace (gpufleet.api.serializers);
+    prose may start or end with a space or a line break, and is not trimmed either."""
+
+    prose = True
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)

@@ -12,6 +12,7 @@ from django.db.models import QuerySet
 from rest_framework import viewsets
 
 from .conditional import ConditionalMixin, IdempotencyMixin
+from .serializers import refuse_body
 
 
 class _AuditActor:
@@ -28,6 +29,11 @@ class _AuditActor:
         user = request.user
         token = request.auth if isinstance(request.auth, ApiToken) else None
         set_actor(user_id=user.pk if user.is_authenticated else None, token_id=token.pk if token else None)
+        # Unknown fields are refused on every route: on the ones that take no body (DELETE, and actions marked
+        # @no_body such as approve), any field is unknown.
+        handler = getattr(self, getattr(self, "action", None) or request.method.lower(), None)
+        if handler is not None and (request.method == "DELETE" or getattr(handler, "takes_no_body", False)):
+            refuse_body(request.data)  # (no handler: the method is not allowed, a 405 follows)
 
 
 # For plain APIViews that are not resources (no ETag / If-Match, no Idempotency-Key): the audit actor only.

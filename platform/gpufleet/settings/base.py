@@ -48,6 +48,9 @@ MIDDLEWARE = [
     "gpufleet.nostore.NoStoreForAuthenticatedMiddleware",
     # Content-Security-Policy on every response (CONTENT_SECURITY_POLICY below).
     "csp.middleware.CSPMiddleware",
+    # Before anything reads the body or a filter: an oversized body is a 413, a NUL in a query parameter or path
+    # value a 400/404 naming it (PostgreSQL refuses NUL in text: it was a 500) (gpufleet/requestguard.py).
+    "gpufleet.requestguard.RequestGuardMiddleware",
     # Static files straight from the app: production needs no extra web server or collectstatic step.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -138,6 +141,11 @@ GPUFLEET_OIDC_ENABLED = bool(OIDC_OP_ISSUER)
 # Username/password sign-in exists only in the demo profile.
 GPUFLEET_PASSWORD_LOGIN = False
 
+# The largest request body any route takes (bytes): a larger one is a 413 problem on every route, JSON included
+# (gpufleet/requestguard.py). 1 MiB: the largest real body is the simulator's scenario upload (512 KiB) with its
+# form around it; API payloads are a few KiB (docs/api.md).
+DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
+
 # --- REST API -------------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -146,11 +154,11 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "gpufleet.api.pagination.Pagination",
-    # A body nested 1,000 deep is a 400, not a RecursionError (gpufleet/api/parsers.py).
+    # A body nested 1,000 deep or with a NUL in a string is a 400 naming the field (gpufleet/api/parsers.py).
     "DEFAULT_PARSER_CLASSES": [
         "gpufleet.api.parsers.BoundedJSONParser",
-        "rest_framework.parsers.FormParser",
-        "rest_framework.parsers.MultiPartParser",
+        "gpufleet.api.parsers.NulFreeFormParser",
+        "gpufleet.api.parsers.NulFreeMultiPartParser",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "gpufleet.api.errors.exception_handler",
@@ -170,6 +178,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "gpufleet.api.schema.declare_problems",
+        "gpufleet.api.schema.close_request_bodies",
     ],
     # One name per choice set (without these, drf-spectacular names colliding enums by hash).
     "ENUM_NAME_OVERRIDES": {

@@ -197,6 +197,9 @@ class InferenceEndpoint(Base, Resource):
     @guarded("creating the inference endpoint")
     def create(self, ctx: CreateContext, planned: dict[str, Any]) -> dict[str, Any] | None:
         body = {k: v for k, v in planned.items() if k != "id" and v is not None and v is not Unknown}
+        # Terraform's msgpack carries a number that is not an exact float (0.8) as text; the API takes JSON
+        # numbers only (docs/api.md, strict types).
+        body.update({k: number(body[k]) for k in ("queue_target", "kv_cache_target") if k in body})
         return self.state(self.client.post("endpoints/", body))
 
     @guarded("reading the inference endpoint")
