@@ -150,6 +150,15 @@ def test_a_hand_edit_the_index_learnt_before_its_repair_does_not_stay_listed(tmp
     need_binary("git")
     backend = GitOpsBackend(tmp_path / "repo")
     backend.apply("tenant:acme", [config_map("tenant:acme", "a", gpus="1")])
+    # The first commit's background index update must be done before the second commit: still running, it
+    # would also take the second commit's pending list and hash the file before the hand edit below (a fresh
+    # clone's CI once saw ` M` for `M `, issue 29 item 7). Waiting for the drainer process itself, not only
+    # for the index: one that has not reached its lock yet would still pick up the next pending list.
+    from infra.gitops import git as git_module
+
+    for drainer in list(git_module._DRAINERS):
+        drainer.wait(timeout=60)
+    backend.git.settle_index()
     with monkeypatch.context() as patch:
         patch.setattr(Git, "_drain_later", lambda self: None)
         manifests = [config_map("tenant:acme", "a", gpus="2")]
