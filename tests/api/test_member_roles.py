@@ -38,9 +38,11 @@ def test_an_admin_cannot_make_themselves_or_anyone_owner(api, team):
     other = api.patch(f"{MEMBERS}{_id(tenant, member)}/", {"role": "owner"}, format="json")
     assert other.status_code == 403
     newcomer = factories.user("nina")
+    # Someone the admin may add (they share another tenant: no username enumeration, issue 27 item 10).
+    factories.tenant("side", owner=admin, members={"member": newcomer})
     added = api.post(MEMBERS, {"tenant": "vision", "user": "nina", "role": "owner"}, format="json")
     assert added.status_code == 403
-    assert not Membership.objects.filter(user=newcomer).exists()
+    assert not Membership.objects.filter(user=newcomer, tenant=tenant).exists()
     assert Membership.objects.get(tenant=tenant, user=admin).role == "admin"
     assert Membership.objects.get(tenant=tenant, user=member).role == "member"
     # Up to their own rank is theirs to give.

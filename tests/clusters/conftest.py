@@ -42,7 +42,10 @@ def three_clusters(db) -> dict[str, Cluster]:
     sched.set_cluster_flavor("inference", "l4", capacity=8)
     sched.set_cluster_flavor("dev", "l4", capacity=4)
     sched.create_node_pool("train-h100", flavor="h100", gpu_limit=16, cluster="training")
-    sched.create_node_pool("dev-l4", flavor="l4", gpu_limit=4, cluster="dev", trust_levels=["untrusted"])
+    # L4 nodes of 4 GPUs (g6.12xlarge): Karpenter launches nothing where a pool's limit is below one node's GPUs.
+    sched.create_node_pool("inference-l4", flavor="l4", gpu_limit=8, gpus_per_node=4, cluster="inference")
+    sched.create_node_pool("dev-l4", flavor="l4", gpu_limit=4, gpus_per_node=4, cluster="dev",
+                           trust_levels=["untrusted"])
     return clusters
 
 

@@ -66,7 +66,7 @@ def test_a_gpu_pod_from_each_placements_context_runs_there(journeys, slug: str, 
     assert host in values["controlPlane"]["proxy"]["extraSANs"]
 
     journey = runner.run(workloads.inference_pod("whole"), namespace, fleet)
-    assert journey.ok, journey
+    assert journey.ok, "\n".join(f"{name}: {r.ok} {r.reason}" for name, r in journey.trace)
     admitted = journey.step("kueue-admission").facts
     assert admitted["admitted"] and admitted["cluster_queue"] == namespace
     assert admitted["flavors"]["nvidia.com/gpu"] == PLACEMENTS[slug][cluster]
