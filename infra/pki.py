@@ -1,11 +1,11 @@
 """The CA that signs a tenant vCluster's serving certificate (issue 26, B6). No Django, no I/O.
 
 With SSL passthrough the vCluster terminates TLS itself, with a certificate it signs from its "server CA"
-(vcluster v0.36.1 pkg/server/cert/cert.go:31-149, GenAPIServerServingCerts; the files are
-`experimental.virtualClusterKubeConfig.serverCACert/serverCAKey`, pkg/config/config.go:42-73). Left alone it
-generates that CA at first start, and no kubeconfig the platform hands out can carry it. So the platform
-generates one CA per vCluster, keeps it in OpenBao, and the chart mounts it (tenants/isolation/vcluster.py);
-the kubeconfig carries exactly this CA: a tenant's kubeconfig trusts its own vCluster and no other.
+(vcluster v0.36.1 pkg/certs: generated at first start into /data/pki and kept in Secret `<release>-certs`). Left
+alone it generates that CA itself, and no kubeconfig the platform hands out can carry it. So the platform
+generates one CA per tenant, keeps it in OpenBao, and External Secrets seeds the vCluster's certificate Secret
+with it before the first start (tenants/isolation/vcluster.py); the kubeconfig carries exactly this CA: a
+tenant's kubeconfig trusts its own vClusters and no other.
 
 ECDSA P-256 (vCluster signs its serving keys with elliptic keys too, cert.go:128), CA:TRUE with path length 0
 (it signs leaves only), key usage certSign/cRLSign/digitalSignature.

@@ -56,39 +56,26 @@ def rbac_manifests(view: TenantView, settings: config.IsolationSettings) -> list
     ]
 
 
-# The serving CA the platform issues (infra/pki.py), as External Secrets writes it into the host namespace and
-# as the chart mounts it into the control plane. vCluster signs its serving certificate -- the one a client
-# sees through SSL passthrough, with the kubeconfig host among its SANs -- with the files named by
-# experimental.virtualClusterKubeConfig.serverCACert/serverCAKey (vcluster v0.36.1 pkg/server/cert/syncer.go:27-31,
-# pkg/config/config.go:42-73), re-signs when the CA changes (cert.go:101-103), and keeps its own client CA
-# apart: a server CA that differs from the client CA is upstream's split-CA mode (pkg/k8s/k8s.go:161-170,
-# 397-413), so client certificates are still signed and checked by the vCluster's own CA.
-SERVING_CA_SECRET = "vcluster-serving-ca"
-SERVING_CA_VOLUME = "gpufleet-serving-ca"
-SERVING_CA_DIR = "/var/run/gpufleet/serving-ca"
-
-
-def serving_ca_values(values: dict[str, Any]) -> None:
-    persistence = _child(values, "controlPlane", "statefulSet", "persistence")
-    # A secret volume that is not optional: the control plane does not start before External Secrets wrote the
-    # CA, so it can never generate a CA of its own first.
-    persistence["addVolumes"] = [*persistence.get("addVolumes", []), {
-        "name": SERVING_CA_VOLUME,
-        "secret": {"secretName": SERVING_CA_SECRET, "items": [{"key": "tls.crt", "path": "server-ca.crt"},
-                                                              {"key": "tls.key", "path": "server-ca.key"}]},
-    }]
-    persistence["addVolumeMounts"] = [*persistence.get("addVolumeMounts", []),
-                                      {"name": SERVING_CA_VOLUME, "mountPath": SERVING_CA_DIR, "readOnly": True}]
-    _child(values, "experimental")["virtualClusterKubeConfig"] = {
-        "serverCACert": f"{SERVING_CA_DIR}/server-ca.crt", "serverCAKey": f"{SERVING_CA_DIR}/server-ca.key"}
+# The CA the platform issues (infra/pki.py) reaches the vCluster as its own PKI: External Secrets writes it as
+# `ca.crt`/`ca.key` into the Secret vCluster keeps its certificates in, `<release>-certs`
+# (loft-sh/vcluster@v0.36.1:pkg/certs/ensure.go:316-318, keys pkg/certs/constants.go:144-175), before the
+# control plane first starts. vCluster then downloads that Secret into /data/pki (ensure.go:121-126, 376-400),
+# finds the leaf certificates missing (certsExpiringSoon: a missing leaf "needs regeneration", ensure.go:224-236),
+# generates them with the CA it found -- the API server's serving certificate included, with the ingress host in
+# its SANs -- copies the CA to server-ca/client-ca (splitCACert, ensure.go:415-461) and writes everything back to
+# the Secret (ensure.go:143-151). The platform sets no `experimental.virtualClusterKubeConfig`: vCluster only
+# generates certificates when its CA path is /data/pki (pkg/setup/initialize.go:58-60), and its API server reads
+# /data/pki in any case (pkg/k8s/k8s.go:66-77). (An earlier version pointed serverCACert elsewhere: the control
+# plane would never have started -- issue 26 review, F1.)
+SERVING_CA_SECRET = "vcluster-certs"  # CertSecretName("vcluster"): our release is named `vcluster`
 
 
 @tenant_section("vcluster-serving-ca")
 def serving_ca_manifests(view: TenantView, ctx: RenderContext) -> list[Manifest]:
-    """The ExternalSecret that copies the platform-issued CA from OpenBao into the tenant's host namespace.
+    """The ExternalSecret that seeds the vCluster's certificate Secret with the platform-issued CA from OpenBao.
 
-    On every placement, not the home only: each placement runs a vCluster of its own (tenants.render), whose
-    values mount this Secret (serving_ca_values) -- without it that vCluster would never start. All of one
+    On every placement, not the home only: each placement runs a vCluster of its own (tenants.render), which
+    would otherwise generate a CA of its own that no kubeconfig carries. All of one
     tenant's vClusters sign their serving certificates (each with its own host in its SANs) with the tenant's
     one CA, so every context of the tenant's kubeconfig verifies with the CA it carries, and no other tenant's
     kubeconfig verifies any of them."""
@@ -101,12 +88,14 @@ def serving_ca_manifests(view: TenantView, ctx: RenderContext) -> list[Manifest]
         "kind": "ExternalSecret",
         "metadata": metadata(view, SERVING_CA_SECRET),
         "spec": {
-            "refreshInterval": "1h",
+            # Written once: vCluster adds its generated certificates and service-account keys to this Secret,
+            # which a periodic refresh would drop (a CA renewal re-creates the ExternalSecret: docs/compatibility.md).
+            "refreshInterval": "0s",
             "secretStoreRef": {"kind": "ClusterSecretStore", "name": settings.ca_store},
             # Owner: the Secret goes with the ExternalSecret (tenant teardown); the CA stays in OpenBao.
             "target": {"name": SERVING_CA_SECRET, "creationPolicy": "Owner", "deletionPolicy": "Retain"},
-            "data": [{"secretKey": name, "remoteRef": {"key": key, "property": name}}
-                     for name in ("tls.crt", "tls.key")],
+            "data": [{"secretKey": secret_key, "remoteRef": {"key": key, "property": stored}}
+                     for secret_key, stored in (("ca.crt", "tls.crt"), ("ca.key", "tls.key"))],
         },
     }]
 
@@ -134,8 +123,6 @@ def extend_values(view: TenantView, ctx: RenderContext, values: dict[str, Any]) 
         _child(values, "controlPlane")["ingress"] = {"enabled": True, "host": host}
         proxy = _child(values, "controlPlane", "proxy")
         proxy["extraSANs"] = sorted({*proxy.get("extraSANs", []), host})
-    if settings.ca_store:
-        serving_ca_values(values)
     _child(values, "experimental", "deploy", "vcluster")["manifests"] = to_yaml_stream(
         rbac_manifests(view, settings)
     )

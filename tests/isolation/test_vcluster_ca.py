@@ -143,19 +143,18 @@ def test_kubectl_verifies_the_vcluster_with_the_ca_the_platform_issued(openbao: 
     tenant, config = issued("ca-acme")
     manifests = desired_manifests(tenant)
     values = find(manifests, "HelmRelease", "vcluster")["spec"]["values"]
-    external = find(manifests, "ExternalSecret", "vcluster-serving-ca")["spec"]
-    # What External Secrets copies from OpenBao: the entry the secrets step wrote, key by key.
+    external = find(manifests, "ExternalSecret", "vcluster-certs")["spec"]
+    # What External Secrets copies from OpenBao: the entry the secrets step wrote, as vCluster's own CA files.
     remote = {d["secretKey"]: d["remoteRef"] for d in external["data"]}
+    assert set(remote) == {"ca.crt", "ca.key"}
     stored = openbao.client.secrets.kv.v2.read_secret_version(
-        path=remote["tls.crt"]["key"], mount_point=openbao.mount, raise_on_deleted_version=True)["data"]["data"]
-    ca_pem, ca_key = stored[remote["tls.crt"]["property"]], stored[remote["tls.key"]["property"]]
-    # The chart mounts that Secret where vCluster reads its server CA.
-    mounts = values["controlPlane"]["statefulSet"]["persistence"]
-    volume = next(v for v in mounts["addVolumes"] if v["secret"]["secretName"] == external["target"]["name"])
-    mount = next(m for m in mounts["addVolumeMounts"] if m["name"] == volume["name"])
-    paths = {item["key"]: f"{mount['mountPath']}/{item['path']}" for item in volume["secret"]["items"]}
-    assert values["experimental"]["virtualClusterKubeConfig"] == {
-        "serverCACert": paths["tls.crt"], "serverCAKey": paths["tls.key"]}
+        path=remote["ca.crt"]["key"], mount_point=openbao.mount, raise_on_deleted_version=True)["data"]["data"]
+    ca_pem, ca_key = stored[remote["ca.crt"]["property"]], stored[remote["ca.key"]["property"]]
+    # Into the Secret vCluster keeps its PKI in (`<release>-certs`, vcluster@v0.36.1 pkg/certs/ensure.go:316),
+    # written once (vCluster adds its generated certificates to it); vCluster's own CA path is left at /data/pki,
+    # the only one it generates certificates for (pkg/setup/initialize.go:58-60).
+    assert external["target"]["name"] == "vcluster-certs" and external["refreshInterval"] == "0s"
+    assert "virtualClusterKubeConfig" not in values.get("experimental", {})
     assert base64.b64decode(config["clusters"][0]["cluster"]["certificate-authority-data"]).decode() == ca_pem
 
     chain, key = vcluster_serving_cert(ca_pem, ca_key, values["controlPlane"]["proxy"]["extraSANs"], tmp_path)
@@ -215,7 +214,7 @@ def test_openbao_down_is_a_clear_conflict_not_a_kubeconfig_without_its_ca(settin
 
 def test_every_placements_vcluster_gets_the_tenant_ca_and_its_context_verifies(openbao: OpenBao, tmp_path) -> None:
     """A tenant on two clusters runs a vCluster on each (tenants.render.render_placed): each tree carries the
-    ExternalSecret its vCluster's values mount (else that vCluster would never start), and each context of the
+    ExternalSecret that seeds its vCluster's PKI Secret with the tenant's CA, and each context of the
     kubeconfig verifies the vCluster it names, signed for that placement's own host."""
     from scheduling.models_clusters import Cluster, Placement
     from tenants.isolation.kubeconfig import context_name
@@ -232,10 +231,8 @@ def test_every_placements_vcluster_gets_the_tenant_ca_and_its_context_verifies(o
     hosts = set()
     for place, manifests in rendered:
         values = find(manifests, "HelmRelease", "vcluster")["spec"]["values"]
-        external = find(manifests, "ExternalSecret", "vcluster-serving-ca")["spec"]
-        mounted = {v["secret"]["secretName"] for v in values["controlPlane"]["statefulSet"]["persistence"]["addVolumes"]
-                   if "secret" in v}
-        assert external["target"]["name"] in mounted
+        external = find(manifests, "ExternalSecret", "vcluster-certs")["spec"]
+        assert external["target"]["name"] == "vcluster-certs"  # each vCluster's own PKI Secret, seeded
         entry = entries[context_name("ca-multi", "" if place.home else place.cluster)]
         host = urlsplit(entry["server"]).hostname
         assert host in values["controlPlane"]["proxy"]["extraSANs"]

@@ -76,7 +76,7 @@ def test_no_secret_store_without_openbao(fleet, tenants, settings) -> None:
     manifests, _ = serving(tenants["trusted"])
     # The vCluster's serving CA has an ExternalSecret of its own (issue 26 B6); the endpoints' token has none.
     endpoint_secrets = [m for m in by_kind(manifests, "ExternalSecret")
-                        if m["metadata"]["name"] != "vcluster-serving-ca"]
+                        if m["metadata"]["name"] != "vcluster-certs"]
     assert not endpoint_secrets and not by_kind(manifests, "SecretStore")
 
 
