@@ -22,6 +22,9 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def gamma(settings):
     settings.OIDC_OP_ISSUER = "https://login.gpufleet.test:8443/realms/fleet"
+    # The vCluster issuer setting wins over OIDC_OP_ISSUER: these tests mean the sign-in issuer, whatever the
+    # process was started with (a CI run once had the demo's reserved issuer there).
+    settings.GPUFLEET_VCLUSTER_OIDC_ISSUER = ""
     settings.GPUFLEET_VCLUSTER_URL_TEMPLATE = "https://{slug}.vc.gpufleet.test"
     return factories.tenant("gamma", "untrusted", phase="ready")
 
