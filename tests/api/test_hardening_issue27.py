@@ -40,6 +40,7 @@ def no_store(response: Any) -> bool:
 
 def test_every_authenticated_answer_is_no_store(client, settings) -> None:  # type: ignore[no-untyped-def]
     settings.OIDC_OP_ISSUER = "https://login.gpufleet.test"  # a kubeconfig names the issuer
+    settings.GPUFLEET_VCLUSTER_OIDC_ISSUER = ""  # the sign-in issuer above is the one meant, and then none
     alice = factories.user("alice")
     tenant = factories.tenant("acme", owner=alice, members={"owner": alice}, phase="ready")
     api, _, _ = token_client(alice)

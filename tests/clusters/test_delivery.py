@@ -67,7 +67,7 @@ def test_each_cluster_gets_its_own_valid_tree(placed, gitops_repo: Path) -> None
     assert resource_flavors(root / "dev/platform") == {"l4"}
     pools = {c: {o["metadata"]["name"] for o in objects(root / c / "platform").values() if o["kind"] == "NodePool"}
              for c in ("training", "inference", "dev")}
-    assert pools == {"training": {"train-h100"}, "inference": set(), "dev": {"dev-l4"}}
+    assert pools == {"training": {"train-h100"}, "inference": {"inference-l4"}, "dev": {"dev-l4"}}
     dev_pool = next(o for o in objects(root / "dev/platform").values() if o["kind"] == "NodePool")
     taints = dev_pool["spec"]["template"]["spec"]["taints"]
     assert {"key": "gpufleet.io/trust-levels", "value": "untrusted", "effect": "NoSchedule"} in taints

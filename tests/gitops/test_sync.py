@@ -74,7 +74,9 @@ def test_beat_task_records_the_status_and_is_scheduled(fleet: list, gitops_repo:
     namespace_file(gitops_repo, "acme").write_text("kind: Namespace\n")
     namespace_file(gitops_repo, "beta").unlink()
 
-    status_payload = sync_fleet_task.delay().get()
+    # An eagerly run task's result, read outside any task: Celery's "never call get() within a task" guard is a
+    # process-wide flag that an earlier test's in-process task execution may have left set.
+    status_payload = sync_fleet_task.delay().get(disable_sync_subtasks=False)
 
     run = SyncRun.objects.get()
     assert status_payload["drift_count"] == run.drift_count == 2
