@@ -15,5 +15,4 @@ from .models import SECONDS
 
 class ExactSum(Sum):
     def __init__(self, expression: Any, places: int = SECONDS["decimal_places"], **extra: Any) -> None:
-        self.places = places
         super().__init__(expression, output_field=DecimalField(max_digits=32, decimal_places=places), **extra)
