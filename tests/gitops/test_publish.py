@@ -225,3 +225,29 @@ def test_sidecar_exits_on_sigterm_after_a_final_push(remote: Path, tmp_path: Pat
     assert code == 0, errors
     assert time.monotonic() - started < 10  # not the 3600 s interval, nor the pod's grace period
     assert remote_head(remote) == git(repo, "rev-parse", "HEAD").strip()  # the final push happened
+
+
+def test_sigterm_the_instant_a_round_is_recorded_never_waits_out_the_interval(
+    remote: Path, tmp_path: Path, stopped: list
+) -> None:
+    """The window a CI run once hit: TERM right after a round, as the wait for the next one begins.
+
+    The status file appears at the end of a round, so a TERM sent the instant it appears lands in that
+    window often; each of these stops must still take seconds, not the 3600 s interval."""
+    repo = tmp_path / "work"
+    Git(repo).ensure_repo(remote=str(remote))
+    status_file = status_dir(repo) / "push-status"
+    for attempt in range(15):
+        status_file.unlink(missing_ok=True)
+        proc = sidecar(repo, remote, interval=3600)
+        stopped.append(proc)
+        deadline = time.monotonic() + 30
+        while not status_file.exists():
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.001)
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"attempt {attempt}: the sidecar kept waiting after SIGTERM")
+        assert proc.returncode == 0

@@ -58,13 +58,15 @@ trap on_term TERM INT
 while :; do
   push_round
   [ "$stopping" = 1 ] && exit 0
-  # `sleep` in the background and `wait` so a TERM interrupts the wait at once (a foreground sleep
-  # would delay the trap until it ends).
-  sleep "$interval" &
-  sleeper=$!
-  wait "$sleeper" 2>/dev/null
+  # Wait the interval in one-second steps and look at `stopping` after each: a TERM then ends the wait
+  # within a second. (A background `sleep` and `wait` lost a TERM that landed between the check and
+  # the `wait` in dash, which then waited out the whole interval: a rollout stuck for its grace period.)
+  waited=0
+  while [ "$waited" -lt "$interval" ] && [ "$stopping" = 0 ]; do
+    sleep 1
+    waited=$((waited + 1))
+  done
   if [ "$stopping" = 1 ]; then
-    kill "$sleeper" 2>/dev/null
     push_round
     exit 0
   fi
