@@ -466,7 +466,7 @@ def worker_split(before: dict[int, int], after: dict[int, int], master: int) -> 
     """Each worker's share of the workers' CPU during a run, e.g. "51/49". The kernel hands the 16 connections
     to whichever worker accepts it first, and they stay there (keep-alive): a run whose connections all
     went to one worker (e.g. "99/1") is served by one process, so one core and one GIL, whatever the chart says
-    -- its p99 says so, not the code (benchmarks/README.md, "API", round 4)."""
+    -- its p99 says so, not the code (benchmarks/history/api.md, "Round 4")."""
     spent = {pid: max(0, after[pid] - before[pid]) for pid in before if pid in after and pid != master}
     total = sum(spent.values())
     return "/".join(f"{100 * t / total:.0f}" for t in sorted(spent.values(), reverse=True)) if total else "-"

@@ -6,7 +6,7 @@ them after importing gpufleet.wsgi and ~155,000 once the URLconf, views and seri
 classes, functions, URL patterns, settings -- which live as long as the process and are never garbage.
 Visiting them costs 55-95 ms of CPU per full pass (100-135 ms in a worker on a loaded machine), and every
 request in flight in that process waits for it: with gthread's 4 threads per process that is the p99 of an
-API that otherwise answers in 1-2 ms (benchmarks/README.md, "API", round 4: the quota list's tail). Requests
+API that otherwise answers in 1-2 ms (benchmarks/history/api.md, "Round 4": the quota list's tail). Requests
 make cyclic garbage (Django's and DRF's request, view and resolver objects refer to each other), so full
 passes come every few thousand requests.
 
