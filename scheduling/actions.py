@@ -21,7 +21,7 @@ from gpufleet.outbox import send as outbox
 from tenants.errors import ActionError, Conflict
 from tenants.models import FINAL_PHASES, LIVE_PHASES, Phase, Tenant
 
-from . import catalog, defaults, validation
+from . import catalog, defaults, nodepools, validation
 from .models import (
     Cohort,
     Flavor,
@@ -141,6 +141,9 @@ def create_flavor(name: Any, *, gpu_model: Any, mode: Any, mig_profile: Any = ""
     weight_value = validation.decimal(weight, "weight", errors, low=Decimal("0.0001"), high=Decimal(8),
                                       default=Decimal(0)) if weight not in (None, "") else None
     validation.labels(node_labels, "node_labels", errors)
+    if isinstance(node_labels, dict) and nodepools.MODE_LABEL in node_labels and "node_labels" not in errors:
+        # The platform sets it from the mode on flavors, pools and pods alike (scheduling.routing).
+        errors["node_labels"] = [f"{nodepools.MODE_LABEL} is set by the platform from the flavor's mode"]
     validation.tolerations(tolerations, "tolerations", errors)
     validation.taints(taints, "taints", errors)
     if not errors and Flavor.objects.filter(name=name).exists():

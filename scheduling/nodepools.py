@@ -56,8 +56,12 @@ def flavor_node_labels(flavor: FlavorSpec) -> dict[str, str]:
     if flavor.product_label:
         labels.setdefault(PRODUCT_LABEL, flavor.product_label)
     # One GPU model's nodes come in three shapes (whole, MIG-partitioned, HAMi): the mode label keeps a
-    # whole-GPU pod off a MIG node (no nvidia.com/gpu under the mixed strategy) and off HAMi's nodes.
-    labels.setdefault(MODE_LABEL, flavor.mode)
+    # whole-GPU pod off a MIG node (no nvidia.com/gpu under the mixed strategy) and off HAMi's nodes. It is
+    # also what keeps Kueue from admitting a pod on another mode's flavor of the same resource group: the
+    # tenant's routing policy gives every GPU pod this key with its own mode (scheduling.routing.
+    # gpu_mode_rules) and Kueue skips flavors whose label differs (issue 26, F3). Always the flavor's mode,
+    # never a value from the flavor's own labels (create_flavor refuses one), so pods, flavors and pools agree.
+    labels[MODE_LABEL] = flavor.mode
     return dict(sorted(labels.items()))
 
 

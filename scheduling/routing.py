@@ -1,15 +1,16 @@
 """Per-tenant Kyverno policies that route a tenant's host pods: which Kueue queue, which KAI queue, which
-scheduler, which priority classes. Pure; rendered by scheduling.render for tenants with scheduling data.
+scheduler, which GPU mode's flavors and nodes (`gpufleet.io/gpu-mode`), which priority classes. Pure;
+rendered by scheduling.render for tenants with scheduling data.
 
 Why in the host namespace and not inside the virtual cluster: the tenant is cluster-admin of its vCluster
 and writes every virtual pod; what the syncer copies to the host is tenant-controlled. A mutate rule in
-`tenant-<slug>` on the host overwrites what must not be the tenant's choice (its KAI queue), and adds the
-Kueue queue label only to GPU pods, so the platform's own pods (the vCluster control plane, the synced
-CoreDNS) never enter Kueue (Kueue runs with manageJobsWithoutQueueName: false).
+`tenant-<slug>` on the host overwrites what must not be the tenant's choice (its KAI queue, its GPU mode's
+node label), and adds the Kueue queue label only to GPU pods, so the platform's own pods (the vCluster
+control plane, the synced CoreDNS) never enter Kueue (Kueue runs with manageJobsWithoutQueueName: false).
 
 Kyverno v1.19.0 semantics used (config/crds/kyverno/kyverno.io_policies.yaml and the docs at that tag):
 `preconditions.any/all` with JMESPath keys, operators AnyIn / AllNotIn / AnyNotIn with `*` wildcards,
-`mutate.patchStrategicMerge` (a label map merges, a scalar field is replaced).
+`mutate.patchStrategicMerge` (a map -- labels, nodeSelector -- merges key by key, a scalar field is replaced).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from typing import Any
 from infra.manifests import Manifest
 from tenants.isolation.policy import HAMI, MIG, MODE_RESOURCES, WHOLE
 from tenants.render import TenantView, metadata
+
+from .nodepools import MODE_LABEL
 
 ROUTING_POLICY = "gpufleet-gpu-routing"
 PRIORITY_POLICY = "gpufleet-priority-classes"
@@ -38,10 +41,45 @@ ALL_RESOURCES = "{{ [" + ", ".join(_PARTS) + "][] }}"
 GPU_PATTERNS = [p for mode in (WHOLE, MIG, HAMI) for p in MODE_RESOURCES[mode]]
 KAI_PATTERNS = [*MODE_RESOURCES[WHOLE], *MODE_RESOURCES[MIG]]
 HAMI_PATTERNS = list(MODE_RESOURCES[HAMI])
+MIG_PATTERNS = list(MODE_RESOURCES[MIG])
 
 
 def _pod_create() -> dict[str, Any]:
     return {"any": [{"resources": {"kinds": ["Pod"], "operations": ["CREATE"]}}]}
+
+
+def gpu_mode_rules() -> list[dict[str, Any]]:
+    """`nodeSelector: {gpufleet.io/gpu-mode: <mode>}` on every GPU pod, the mode decided by what it asks for:
+    any HAMi share resource (`gpucores`, `gpumem`, `gpumem-percentage`) -> hami, else any `nvidia.com/mig-*`
+    -> mig, else `nvidia.com/gpu` -> whole. One rule per mode (a rule has one mutation).
+
+    Why (issue 26, F3): whole GPUs and HAMi vGPUs are both `nvidia.com/gpu`, so a HAMi tenant's whole and HAMi
+    flavors share one Kueue resource group, and with flavor fungibility Kueue moves on to the next flavor when
+    one is full (kubernetes-sigs/kueue@v0.19.2:pkg/scheduler/flavorassigner/flavorassigner.go:1259-1271): a
+    whole-GPU pod beyond its whole quota fit the HAMi flavor's `nvidia.com/gpu`, and a HAMi pod asking for
+    `gpumem` (undeclared, ignored under IgnoreUndeclared) fit the whole flavor. Kueue skips a flavor whose
+    nodeLabels do not match the pod's nodeSelector on the keys the flavor defines (flavorassigner.go:1227,
+    1246-1253); every GPU ResourceFlavor and every GPU pool's nodes carry this label (scheduling.nodepools),
+    so a pod is only ever admitted on a flavor of its own mode. The value overwrites whatever the tenant
+    wrote under that key (a strategic merge of a map replaces the key's value).
+
+    A plain `nvidia.com/gpu` pod is whole even for a tenant allowed HAMi: HAMi would make any such pod a vGPU
+    pod on its nodes (an exclusive card, `gpucores: 100`), but the rule above names kai-scheduler for it, which
+    HAMi's webhook leaves alone, and this label keeps it off HAMi's nodes. A tenant asks for a share by
+    naming a share resource. A pod mixing modes (MIG with `nvidia.com/gpu`, a share with a MIG slice) gets
+    one mode and no flavor of the other matches: Kueue refuses it, as no node offers both."""
+    none_of = {"key": ALL_RESOURCES, "operator": "AllNotIn"}
+    cases = [
+        (HAMI, [{"key": ALL_RESOURCES, "operator": "AnyIn", "value": HAMI_PATTERNS}]),
+        (MIG, [{"key": ALL_RESOURCES, "operator": "AnyIn", "value": MIG_PATTERNS},
+               {**none_of, "value": HAMI_PATTERNS}]),
+        (WHOLE, [{"key": ALL_RESOURCES, "operator": "AnyIn", "value": list(MODE_RESOURCES[WHOLE])},
+                 {**none_of, "value": MIG_PATTERNS}, {**none_of, "value": HAMI_PATTERNS}]),
+    ]
+    return [{"name": f"{mode}-gpu-pods-select-{mode}-nodes", "match": _pod_create(),
+             "preconditions": {"all": conditions},
+             "mutate": {"patchStrategicMerge": {"spec": {"nodeSelector": {MODE_LABEL: mode}}}}}
+            for mode, conditions in cases]
 
 
 def routing_policy(view: TenantView, local_queue: str) -> Manifest:
@@ -73,12 +111,14 @@ def routing_policy(view: TenantView, local_queue: str) -> Manifest:
             ]},
             "mutate": {"patchStrategicMerge": {"spec": {"schedulerName": KAI_SCHEDULER}}},
         },
+        *gpu_mode_rules(),
     ]
     return {
         "apiVersion": "kyverno.io/v1",
         "kind": "Policy",
         "metadata": {**metadata(view, ROUTING_POLICY),
-                     "annotations": {"policies.kyverno.io/title": "GPU pods: Kueue queue, KAI queue, scheduler"}},
+                     "annotations": {"policies.kyverno.io/title":
+                                         "GPU pods: Kueue queue, KAI queue, scheduler, GPU mode"}},
         "spec": {"background": False, "rules": rules},
     }
 

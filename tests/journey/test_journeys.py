@@ -219,15 +219,103 @@ def test_a_whole_gpu_pod_of_a_hami_tenant_stays_whole(fleet) -> None:
         assert fleet.namespace(NS[slug])["metadata"]["labels"]["hami.io/webhook"] == "ignore"
 
 
-@pytest.mark.xfail(strict=True, reason="whole GPUs and HAMi vGPUs share the resource name nvidia.com/gpu, so "
-                   "they share a Kueue resource group and flavor fungibility may place a whole-GPU pod on the "
-                   "HAMi flavor; needs HAMi's own resourceName (a known gap, docs/scheduling.md)")
-def test_a_whole_gpu_pod_beyond_its_whole_quota_never_takes_the_hami_flavor(fleet) -> None:
-    """acme may hold 4 whole GPUs (2 + 2 borrowed); a 5-GPU pod must wait, not run on HAMi's quota."""
-    pod = workloads.inference_pod("whole")
-    pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = 5
+MODE_LABEL = "gpufleet.io/gpu-mode"
+
+
+def drop_mode_rules(fleet, slug: str) -> None:
+    """The routing policy as it was before issue 26 F3: no rule sets the GPU-mode nodeSelector."""
+    from scheduling.routing import gpu_mode_rules
+
+    names = {r["name"] for r in gpu_mode_rules()}
+    rules = fleet.one("Policy", "gpufleet-gpu-routing", NS[slug])["spec"]["rules"]
+    rules[:] = [r for r in rules if r["name"] not in names]
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_a_whole_gpu_pod_beyond_its_whole_quota_never_takes_the_hami_flavor(fleet, kind: str) -> None:
+    """Issue 26 F3: acme may hold 4 whole GPUs (2 + 2 borrowed) and 8 HAMi vGPUs, all `nvidia.com/gpu` in one
+    Kueue resource group. A 5-GPU pod (or a gang of 3 x 2) is whole: it waits, it never fits the HAMi flavor's
+    quota, because the routing policy gives it `gpufleet.io/gpu-mode: whole` and Kueue skips h100-quarter,
+    whose nodeLabels say `hami` (flavorassigner.go:1246-1253 @v0.19.2)."""
+    pod = workloads.training_pod("whole", size=3) if kind == "training" else workloads.inference_pod("whole")
+    pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = 2 if kind == "training" else 5
     journey = runner.run(pod, NS["acme"], fleet)
-    assert journey.step("kueue-admission").facts.get("flavors", {}).get("nvidia.com/gpu") != "h100-quarter"
+    assert journey.step("kyverno-mutate").pod["spec"]["nodeSelector"][MODE_LABEL] == "whole"
+    step, reason = journey.refusal
+    assert step == "kueue-admission", journey
+    asked = 6 if kind == "training" else 5
+    assert reason == ("couldn't assign flavors to pod set main: flavor h100-quarter doesn't match node affinity, "
+                      f"insufficient quota for nvidia.com/gpu in flavor h100, previously considered podsets "
+                      f"requests (0) + current podset request ({asked}) > maximum capacity (4)")
+    # The same pod without the mode label (the rendering before the fix) was admitted on HAMi's quota.
+    drop_mode_rules(fleet, "acme")
+    before = runner.run(pod, NS["acme"], fleet)
+    assert before.step("kueue-admission").facts["flavors"]["nvidia.com/gpu"] == "h100-quarter"
+
+
+@pytest.mark.parametrize("memory", ["nvidia.com/gpumem", "nvidia.com/gpumem-percentage"])
+def test_a_hami_pod_never_takes_the_whole_flavor(fleet, memory: str) -> None:
+    """Issue 26 F3, the other way: a HAMi pod asking for `gpumem` (MiB: no ClusterQueue covers it, and Kueue runs
+    with IgnoreUndeclared) looks like a whole GPU to Kueue and fit h100 first. With `gpu-mode: hami` it is
+    admitted on h100-quarter, whichever of HAMi's memory resources it names."""
+    pod = workloads.inference_pod("hami")
+    limits = pod["spec"]["containers"][0]["resources"]["limits"]
+    limits.pop("nvidia.com/gpucores")
+    limits.pop("nvidia.com/gpumem-percentage")
+    limits[memory] = 20000 if memory == "nvidia.com/gpumem" else 25
+    journey = runner.run(pod, NS["acme"], fleet)
+    assert journey.step("kyverno-mutate").pod["spec"]["nodeSelector"][MODE_LABEL] == "hami"
+    assert journey.step("kueue-admission").facts["flavors"]["nvidia.com/gpu"] == "h100-quarter"
+    if memory == "nvidia.com/gpumem-percentage":
+        assert journey.ok, journey
+        bound = journey.step("scheduler").facts
+        assert (bound["scheduler"], bound["node_pool"]) == ("hami-scheduler", "pool-h100-quarter")
+        return
+    # MiB is not what HAMi flavors sell: the HAMi pool's NodeOverlay offers the percentages only, so Karpenter
+    # launches no node for it (docs/tenant-guide.md asks for gpumem-percentage).
+    assert journey.refusal[0] == "scheduler"
+    assert "pool-h100-quarter: incompatible with all instance types: no capacity for nvidia.com/gpumem" \
+        in journey.refusal[1]
+    drop_mode_rules(fleet, "acme")
+    before = runner.run(pod, NS["acme"], fleet)
+    assert before.step("kueue-admission").facts["flavors"]["nvidia.com/gpu"] == "h100"
+
+
+def test_a_tenant_cannot_choose_another_modes_nodes(fleet) -> None:
+    """Issue 26 F3: the mode label is the platform's. A whole-GPU pod that names `gpu-mode: hami` itself is
+    still whole (the rule overwrites the key), so it never reaches HAMi's flavor or nodes."""
+    pod = workloads.inference_pod("whole")
+    pod["spec"]["nodeSelector"] = {MODE_LABEL: "hami"}
+    journey = runner.run(pod, NS["acme"], fleet)
+    assert journey.ok, journey
+    assert journey.pod["spec"]["nodeSelector"][MODE_LABEL] == "whole"
+    assert journey.step("kueue-admission").facts["flavors"]["nvidia.com/gpu"] == "h100"
+    assert journey.step("scheduler").facts["node_pool"] == "pool-h100"
+
+
+def test_a_pod_mixing_gpu_modes_is_refused_by_kueue(fleet) -> None:
+    """A MIG slice and a whole GPU in one pod: the pod is MIG (mode label `mig`), so no flavor of the
+    `nvidia.com/gpu` group matches and Kueue refuses it -- no node offers both."""
+    pod = workloads.inference_pod("mig")
+    pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = 1
+    journey = runner.run(pod, NS["acme"], fleet)
+    step, reason = journey.refusal
+    assert step == "kueue-admission", journey
+    assert reason == ("couldn't assign flavors to pod set main: flavor h100 doesn't match node affinity, "
+                      "flavor h100-quarter doesn't match node affinity")
+
+
+@pytest.mark.parametrize(("slug", "mode"), [(s, m) for s in TRUST for m in ALLOWED[s]])
+def test_every_gpu_flavor_and_pool_carries_the_mode_its_pods_get(fleet, slug: str, mode: str) -> None:
+    """The three places the label must agree: the pod (routing policy), the ResourceFlavor Kueue admits it on
+    (nodeLabels) and the nodes of the NodePool Karpenter creates for it (template labels)."""
+    journey = runner.run(workloads.inference_pod(mode), NS[slug], fleet)
+    assert journey.ok, journey
+    assert journey.pod["spec"]["nodeSelector"][MODE_LABEL] == mode
+    flavor = fleet.one("ResourceFlavor", FLAVOR[mode])
+    assert flavor["spec"]["nodeLabels"][MODE_LABEL] == mode
+    pool = fleet.one("NodePool", journey.step("scheduler").facts["node_pool"])
+    assert pool["spec"]["template"]["metadata"]["labels"][MODE_LABEL] == mode
 
 
 @pytest.mark.parametrize(("slug", "mode"), [(s, m) for s in TRUST for m in ALLOWED[s]])

@@ -2,7 +2,8 @@
 build" 5(b)): inputs and expected outcomes as data, each with `repo@tag:path:line` of the test case. A model that
 disagrees with upstream fails here, whatever the rendering does.
 
-kubernetes-sigs/kueue@v0.19.2      TAS flavor assignment and placement, the pod webhook, stop of an unadmitted pod
+kubernetes-sigs/kueue@v0.19.2      TAS flavor assignment and placement, flavors ruled out by node selector/affinity
+                                   and taints, quotaCheckStrategy, the pod webhook, stop of an unadmitted pod
 loft-sh/vcluster@v0.36.1           pod translation (nodeSelector), CoreDNS template, gates (and the fix's cases)
 kubernetes-sigs/karpenter@v1.14.1  Requirements.Compatible
 kubernetes/pod-security-admission@v0.33.0  restricted: seccompProfile and capabilities
@@ -14,6 +15,7 @@ import copy
 from typing import Any
 
 import pytest
+import yaml
 
 from .fleet import Fleet
 from .steps import karpenter, kueue, pss, vcluster_sync
@@ -156,6 +158,136 @@ def test_kueue_stops_a_pod_without_its_gate_whose_workload_is_not_admitted() -> 
     assert not result.ok and result.facts == {"admitted": False, "deleted": True}
     assert result.pod["status"]["conditions"] == [{"type": "TerminationTarget", "status": "True",
                                                    "reason": "NotAdmitted", "message": "Not admitted by cluster queue"}]
+
+
+# --- Kueue: flavors a pod set's node selector, affinity and tolerations rule out -----------------------------------
+# pkg/scheduler/flavorassigner/flavorassigner_test.go, TestAssignFlavors' resourceFlavors (:178-205) and
+# TestIsNoFitDueToCapacityAndLimits' (:5308-5317). The case's podset as a pod (one pod set "main").
+SPOT = {"key": "instance", "value": "spot", "effect": "NoSchedule"}
+ASSIGN_FLAVORS = {
+    "default": {},
+    "one": {"nodeLabels": {"type": "one"}},
+    "two": {"nodeLabels": {"type": "two"}},
+    "tainted": {"nodeTaints": [SPOT]},
+    "label-x-a": {"nodeLabels": {"x": "a"}},
+    "label-xy-b": {"nodeLabels": {"x": "b", "y": "k"}},
+    "flavor-a": {"nodeLabels": {"type": "a"}},
+    "flavor-b": {"nodeTaints": [{"key": "key", "value": "val", "effect": "NoSchedule"}]},
+}
+
+
+def in_(key: str, *values: str) -> dict[str, Any]:
+    return {"matchExpressions": [{"key": key, "operator": "In", "values": list(values)}]}
+
+
+def flavor_fleet(group: list[tuple[str, dict[str, str]]], flavors: dict[str, dict[str, Any]] | None = None,
+                 *extra: dict[str, Any]) -> Fleet:
+    specs = flavors or ASSIGN_FLAVORS
+    objects = [{"kind": "ResourceFlavor", "metadata": {"name": name}, "spec": specs[name]} for name, _ in group]
+    return tas_fleet(cq(group), *objects, *extra, topologies=())
+
+
+def placed(pod: dict[str, Any], selector: dict[str, str] | None = None, terms: list[dict[str, Any]] | None = None,
+           tolerations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    if selector:
+        pod["spec"]["nodeSelector"] = selector
+    if terms:
+        pod["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": terms}}}
+    if tolerations:
+        pod["spec"]["tolerations"] = tolerations
+    return pod
+
+
+NO_MATCH = "couldn't assign flavors to pod set main: "
+AFFINITY_CASES = [
+    # (case, flavors of the one resource group with their cpu/memory quota, the pod set, admitted on / refusal)
+    ("flavorassigner_test.go:913 multiple flavors, fits while skipping tainted flavor",
+     [("tainted", {"cpu": "4"}), ("two", {"cpu": "4"})], placed(workload(cpu="3")), "two"),
+    ("flavorassigner_test.go:954 multiple flavors, fits a node selector",
+     [("one", {"cpu": "4"}), ("two", {"cpu": "4"})],
+     placed(workload(cpu="1"), {"type": "two", "ignored1": "foo"}, [in_("ignored2", "bar")]), "two"),
+    ("flavorassigner_test.go:1013 multiple flavors, fits with node affinity",
+     [("one", {"cpu": "4", "memory": "1Gi"}), ("two", {"cpu": "4", "memory": "1Gi"})],
+     placed(workload(cpu="1", memory="1Mi"), {"ignored1": "foo"}, [in_("type", "two")]), "two"),
+    ("flavorassigner_test.go:1077 multiple flavors, node affinity fits any flavor",
+     [("one", {"cpu": "4"}), ("two", {"cpu": "4"})],
+     placed(workload(cpu="1"), terms=[in_("ignored2", "bar"), in_("cpuType", "two")]), "one"),
+    ("flavorassigner_test.go:1141 multiple flavors with different label keys, selector only uses flavor's own keys",
+     [("label-x-a", {"cpu": "4"}), ("label-xy-b", {"cpu": "4"})],
+     placed(workload(cpu="1"), {"x": "a", "y": "g"}), "label-x-a"),
+    ("flavorassigner_test.go:1178 labelless flavor in group with labeled flavor, workload uses labeled selector",
+     [("default", {"cpu": "4"}), ("two", {"cpu": "4"})], placed(workload(cpu="1"), {"type": "two"}), "default"),
+    ("flavorassigner_test.go:1215 multiple flavors, doesn't fit node affinity",
+     [("one", {"cpu": "4"}), ("two", {"cpu": "4"})], placed(workload(cpu="1"), terms=[in_("type", "three")]),
+     NO_MATCH + "flavor one doesn't match node affinity, flavor two doesn't match node affinity"),
+    # TestIsNoFitDueToCapacityAndLimits: the queue's nominal quota 2 (its borrowing limit plays no part at cpu 1).
+    ("flavorassigner_test.go:5401 taints mismatch",
+     [("flavor-a", {"cpu": "2"}), ("flavor-b", {"cpu": "2"})], placed(workload(cpu="1"), {"type": "wrong"}),
+     NO_MATCH + "flavor flavor-a doesn't match node affinity, untolerated taint {key val NoSchedule <nil>} in flavor "
+     "flavor-b"),
+    ("flavorassigner_test.go:5412 succeeds to schedule on flavor-b with a tolerated taint",
+     [("flavor-a", {"cpu": "2"}), ("flavor-b", {"cpu": "2"})],
+     placed(workload(cpu="1"), {"type": "non-existent"},
+            tolerations=[{"key": "key", "operator": "Equal", "value": "val", "effect": "NoSchedule"}]), "flavor-b"),
+]
+
+
+@pytest.mark.parametrize(("case", "group", "pod", "want"), AFFINITY_CASES,
+                         ids=[c[0].split()[0] for c in AFFINITY_CASES])
+def test_kueue_skips_flavors_the_pod_set_does_not_match(case: str, group: list, pod: dict[str, Any], want: str) -> None:
+    result = admit(copy.deepcopy(pod), flavor_fleet(group))
+    if want.startswith(NO_MATCH):
+        assert not result.ok and result.reason == want, case
+        return
+    assert result.ok, (case, result.reason)
+    assert set(result.facts["flavors"].values()) == {want}, case
+    # On admission the flavor's nodeLabels join the pod's nodeSelector (what kube-scheduler then sees).
+    labels = ASSIGN_FLAVORS[want].get("nodeLabels", {})
+    assert labels.items() <= result.pod["spec"].get("nodeSelector", {}).items(), case
+
+
+def test_kueue_node_affinity_mismatch_when_both_flavors_declare_the_same_key() -> None:
+    """flavorassigner_test.go:5425 "node affinity mismatch when both flavors declare same key": type=non-existent
+    against flavor-a (type a) and flavor-b (type b): both NoMatchingFlavor."""
+    flavors = {"flavor-a": {"nodeLabels": {"type": "a"}}, "flavor-b": {"nodeLabels": {"type": "b"}}}
+    fleet = flavor_fleet([("flavor-a", {"cpu": "2"}), ("flavor-b", {"cpu": "2"})], flavors)
+    refused = admit(placed(workload(cpu="1"), {"type": "non-existent"}), fleet)
+    assert refused.reason == NO_MATCH + ("flavor flavor-a doesn't match node affinity, "
+                                         "flavor flavor-b doesn't match node affinity")
+
+
+# --- Kueue: quotaCheckStrategy -------------------------------------------------------------------------------------
+def strategy_release(strategy: str, gate: bool | None = None) -> dict[str, Any]:
+    """The Kueue release as scheduling/prerequisites.py renders it: the Configuration in the chart's
+    managerConfig.controllerManagerConfigYaml, feature gates in controllerManager.featureGates."""
+    values: dict[str, Any] = {"managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(
+        {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+         "resources": {"quotaCheckStrategy": strategy}})}}
+    if gate is not None:
+        values["controllerManager"] = {"featureGates": [{"name": "QuotaCheckStrategy", "enabled": gate}]}
+    return {"kind": "HelmRelease", "metadata": {"name": "kueue", "namespace": "flux-system"},
+            "spec": {"values": values}}
+
+
+def test_kueue_ignore_undeclared_admits_on_the_declared_resources_only() -> None:
+    """test/integration/singlecluster/scheduler/quotacheckstrategy/quota_check_strategy_test.go:88 "should ignore
+    undeclared resources and not use them to calculate entry penalty": cpu 2 + example.com/gpu 100 on a queue
+    covering cpu (10) only is admitted, and the undeclared resource is not in the assignment's usage."""
+    group = [("default", {"cpu": "10"})]
+    fleet = flavor_fleet(group, {"default": {}}, strategy_release("IgnoreUndeclared"))
+    result = admit(workload(cpu="2", **{"example.com/gpu": "100"}), fleet)
+    assert result.ok and result.facts["flavors"] == {"cpu": "default"}
+
+
+def test_kueue_ignore_undeclared_needs_its_feature_gate() -> None:
+    """quota_check_strategy_test.go:196 "should not admit workload with undeclared resources" (IgnoreUndeclared
+    with the QuotaCheckStrategy gate off): the workload stays pending; and BlockUndeclared, Kueue's default."""
+    group = [("default", {"cpu": "10"})]
+    for release in (strategy_release("IgnoreUndeclared", gate=False), strategy_release("BlockUndeclared")):
+        refused = admit(workload(cpu="2", **{"example.com/gpu": "100"}),
+                        flavor_fleet(group, {"default": {}}, release))
+        assert refused.reason == NO_MATCH + "resource example.com/gpu unavailable in ClusterQueue"
 
 
 # --- vCluster ----------------------------------------------------------------------------------------------------

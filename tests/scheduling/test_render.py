@@ -199,3 +199,42 @@ def test_fair_sharing_setting_switches_weight_and_borrow_within_cohort(fleet, te
     assert cohorts["research"] == {"fairSharing": {"weight": "1"}}
     need_reference()
     assert get_schema_registry().validate([by_kind(desired_manifests(tenants["trusted"]), "ClusterQueue")[0]]) == []
+
+
+def test_every_gpu_flavor_pool_and_gpu_pod_carries_its_mode(fleet, tenants) -> None:
+    """Issue 26 F3: Kueue skips a flavor whose nodeLabels differ from the pod's nodeSelector on a key the flavor
+    defines, so the mode label must be on every GPU ResourceFlavor (never on gpufleet-host, which must match
+    every pod), on each GPU pool's nodes, and set on GPU pods by the routing policy -- one rule per mode."""
+    from tests.isolation import kyverno_eval
+
+    actions.create_node_pool("h100-quarter-pool", flavor="h100-quarter", gpu_limit=8)
+    platform = render_platform(RenderContext.from_settings())
+    flavors = {m["metadata"]["name"]: m["spec"] for m in by_kind(platform, "ResourceFlavor")}
+    assert {name: spec.get("nodeLabels", {}).get("gpufleet.io/gpu-mode") for name, spec in flavors.items()} == {
+        "h100": "whole", "h100-3g": "mig", "h100-quarter": "hami", "gpufleet-host": None}
+    pool = by_kind(platform, "NodePool")[0]["spec"]["template"]["metadata"]["labels"]
+    assert pool["gpufleet.io/gpu-mode"] == "hami"
+    policy = next(m for m in desired_manifests(tenants["trusted"]) if m["metadata"]["name"] == "gpufleet-gpu-routing")
+    ns = policy["metadata"]["namespace"]
+
+    def mode_of(limits: dict, selector: dict | None = None) -> str | None:
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": ns},
+               "spec": {**({"nodeSelector": selector} if selector else {}),
+                        "containers": [{"name": "c", "resources": {"limits": limits}}]}}
+        return kyverno_eval.mutate(policy, pod)[0]["spec"].get("nodeSelector", {}).get("gpufleet.io/gpu-mode")
+
+    assert mode_of({"nvidia.com/gpu": 1}) == "whole"
+    assert mode_of({"nvidia.com/gpu": 1}, {"gpufleet.io/gpu-mode": "hami"}) == "whole"  # the platform's, not yours
+    assert mode_of({"nvidia.com/mig-3g.40gb": 1}) == "mig"
+    assert mode_of({"nvidia.com/mig-3g.40gb": 1, "nvidia.com/gpu": 1}) == "mig"
+    for share in ("nvidia.com/gpucores", "nvidia.com/gpumem", "nvidia.com/gpumem-percentage"):
+        assert mode_of({"nvidia.com/gpu": 1, share: 25}) == "hami"
+        assert mode_of({share: 25}) == "hami"  # HAMi's webhook adds nvidia.com/gpu: 1 later
+    assert mode_of({"cpu": "1"}) is None  # non-GPU pods keep any node
+
+
+def test_a_flavor_cannot_set_the_mode_label_itself(fleet) -> None:
+    with pytest.raises(actions.ActionError) as err:
+        actions.create_flavor("h100-odd", gpu_model="h100-80gb", mode="whole",
+                              node_labels={"gpufleet.io/gpu-mode": "hami"})
+    assert err.value.errors == {"node_labels": ["gpufleet.io/gpu-mode is set by the platform from the flavor's mode"]}

@@ -26,11 +26,19 @@ Facts modelled (kubernetes-sigs/kueue tag v0.19.2):
   syncs pods, not Jobs), so a gang on the host is a pod group.
 * Admission (pkg/scheduler/flavorassigner/flavorassigner.go; messages from crds/kueue/
   workload-conditions.md): the LocalQueue must exist ("LocalQueue %s doesn't exist"), the ClusterQueue's
-  namespaceSelector must match, every requested resource must be covered (quotaCheckStrategy
-  BlockUndeclared: "resource %s unavailable in ClusterQueue"), flavors are tried in order within each
-  resource group and a flavor fits when the request is within nominalQuota + borrowingLimit ("insufficient
-  quota for %s in flavor %s, ... > maximum capacity (%s)"). On admission the gate is removed and the
-  flavor's nodeLabels/tolerations are added to the pod.
+  namespaceSelector must match, every requested resource must be covered ("resource %s unavailable in
+  ClusterQueue", :1071) unless the Configuration's `resources.quotaCheckStrategy` is IgnoreUndeclared with
+  the QuotaCheckStrategy gate on (beta, on by default since v0.19, kube_features.go:871-874): then a
+  resource no group covers is left out of admission and usage (:278, :804-812), flavors are tried in order
+  within each resource group. A flavor is skipped ("NoMatchingFlavor") when the pod does not tolerate one
+  of its NoSchedule/NoExecute nodeTaints (pod's and flavor's tolerations, "untolerated taint {k v effect
+  <nil>} in flavor %s") or when the pod's nodeSelector and required node affinity, cut down to the keys the
+  flavor's own nodeLabels define, do not match those labels ("flavor %s doesn't match node affinity",
+  checkFlavorForPodSets :1208-1257, flavorSelector :1278-1322: a selector key the flavor does not define
+  is ignored, and an affinity term left with no expression matches every flavor). Otherwise a flavor fits
+  when the request is within nominalQuota + borrowingLimit ("insufficient quota for %s in flavor %s, ... >
+  maximum capacity (%s)"); the reasons are reported sorted (Status.Message, :353-362). On admission the gate
+  is removed and the flavor's nodeLabels/tolerations are added to the pod.
 Not modelled: usage by other workloads (every queue starts empty), preemption, fair sharing, TAS slices and
 node usage by other pods.
 """
@@ -123,8 +131,12 @@ def admit(host_pod: dict[str, Any], fleet: Any) -> StepResult:
     requests = {name: value * size for name, value in requests_of(host_pod).items()}
     groups = cq["spec"]["resourceGroups"]
     assigned: dict[str, str] = {}
-    for name in requests:
+    ignore_undeclared = quota_check_strategy(fleet) == IGNORE_UNDECLARED
+    for name in list(requests):
         if not any(name in g["coveredResources"] for g in groups):
+            if requests[name] == 0 or ignore_undeclared:
+                del requests[name]  # left out of admission and of the queue's usage
+                continue
             return StepResult(False, "couldn't assign flavors to pod set main: "
                               f"resource {name} unavailable in ClusterQueue", host_pod)
     pod = copy.deepcopy(host_pod)
@@ -140,8 +152,9 @@ def admit(host_pod: dict[str, Any], fleet: Any) -> StepResult:
             continue
         misses = []
         for flavor in group["flavors"]:
-            refusal = tas_mismatch(tas_requested, tas_only and not explicit, flavor["name"], flavors[flavor["name"]],
-                                   group["coveredResources"], requests)
+            refusal = (tas_mismatch(tas_requested, tas_only and not explicit, flavor["name"], flavors[flavor["name"]],
+                                    group["coveredResources"], requests)
+                       or flavor_mismatch(host_pod, flavor["name"], flavors[flavor["name"]]))
             if refusal:
                 misses.append(refusal)
                 continue
@@ -159,7 +172,8 @@ def admit(host_pod: dict[str, Any], fleet: Any) -> StepResult:
             misses.append(f"insufficient quota for {r} in flavor {flavor['name']}, previously considered "
                           f"podsets requests (0) + current podset request ({v:g}) > maximum capacity ({cap:g})")
         else:
-            return StepResult(False, "couldn't assign flavors to pod set main: " + ", ".join(misses), host_pod)
+            return StepResult(False, "couldn't assign flavors to pod set main: " + ", ".join(sorted(misses)),
+                              host_pod)
     topology = None
     if tas_requested:
         used = sorted({assigned[r] for r in assigned if assigned[r] in tas_flavors})
@@ -185,6 +199,61 @@ def admit(host_pod: dict[str, Any], fleet: Any) -> StepResult:
     return StepResult(True, f"admitted by ClusterQueue {cq['metadata']['name']}", pod,
                       {"admitted": True, "cluster_queue": cq["metadata"]["name"], "flavors": assigned,
                        "group_size": size, "topology_flavor": topology})
+
+
+BLOCK_UNDECLARED, IGNORE_UNDECLARED = "BlockUndeclared", "IgnoreUndeclared"
+
+
+def quota_check_strategy(fleet: Any) -> str:
+    """The Configuration's resources.quotaCheckStrategy as the Kueue release sets it (chart
+    managerConfig.controllerManagerConfigYaml), effective only with the QuotaCheckStrategy gate on (default
+    on since v0.19: pkg/features/kube_features.go:871-874, flavorassigner.go:294-296). Unset, or the gate off,
+    it is BlockUndeclared (cmd/kueue/main.go:730-736), also for a fleet without a Kueue release."""
+    import yaml
+
+    release = fleet.one("HelmRelease", "kueue", "flux-system") if hasattr(fleet, "one") else None
+    values = (release or {}).get("spec", {}).get("values") or {}
+    gates = (values.get("controllerManager") or {}).get("featureGates") or []
+    if not next((g.get("enabled", True) for g in gates if g.get("name") == "QuotaCheckStrategy"), True):
+        return BLOCK_UNDECLARED
+    config = yaml.safe_load((values.get("managerConfig") or {}).get("controllerManagerConfigYaml") or "") or {}
+    return (config.get("resources") or {}).get("quotaCheckStrategy") or BLOCK_UNDECLARED
+
+
+def selector_matches(pod: dict[str, Any], node_labels: dict[str, str]) -> bool:
+    """flavorSelector (flavorassigner.go:1278-1322) matched against the flavor's nodeLabels (:1246-1253): the
+    pod's nodeSelector and required node-affinity expressions on the flavor's own label keys only (:1227);
+    an affinity term with none of them left makes the affinity match any flavor (terms are ORed)."""
+    from .scheduler import term_matches
+
+    keys = set(node_labels)
+    spec = pod["spec"]
+    if any(node_labels[k] != v for k, v in (spec.get("nodeSelector") or {}).items() if k in keys):
+        return False
+    terms = ((((spec.get("affinity") or {}).get("nodeAffinity") or {})
+              .get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or [])
+    kept = []
+    for term in terms:
+        expressions = [e for e in term.get("matchExpressions") or [] if e["key"] in keys]
+        if not expressions:
+            return True
+        kept.append({"matchExpressions": expressions})
+    return not kept or any(term_matches(t, node_labels) for t in kept)
+
+
+def flavor_mismatch(pod: dict[str, Any], name: str, spec: dict[str, Any]) -> str:
+    """checkFlavorForPodSets without TAS (flavorassigner.go:1237-1255): "" when the flavor may serve the pod."""
+    from .scheduler import tolerates
+
+    tolerations = [*pod["spec"].get("tolerations", []), *spec.get("tolerations", [])]
+    for taint in spec.get("nodeTaints") or []:
+        if taint.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(tolerations, taint):
+            # Go's %s of a corev1.Taint value: {Key Value Effect TimeAdded}.
+            shown = f"{{{taint['key']} {taint.get('value', '')} {taint['effect']} <nil>}}"
+            return f"untolerated taint {shown} in flavor {name}"
+    if not selector_matches(pod, spec.get("nodeLabels") or {}):
+        return f"flavor {name} doesn't match node affinity"
+    return ""
 
 
 def tas_mismatch(requested: bool, implied: bool, name: str, spec: dict[str, Any], covered: list[str],

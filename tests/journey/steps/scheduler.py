@@ -36,7 +36,9 @@ def tolerates(tolerations: list[dict[str, Any]], taint: dict[str, Any]) -> bool:
     return False
 
 
-def _term_matches(term: dict[str, Any], labels: dict[str, str]) -> bool:
+def term_matches(term: dict[str, Any], labels: dict[str, str]) -> bool:
+    """One node-selector term (its expressions ANDed) against a node's labels; Gt/Lt compare integers
+    (k8s.io/apimachinery labels.Requirement.Matches: a missing or non-integer label does not match)."""
     for expr in term.get("matchExpressions", []):
         key, op, values = expr["key"], expr["operator"], expr.get("values", [])
         present = key in labels
@@ -48,6 +50,13 @@ def _term_matches(term: dict[str, Any], labels: dict[str, str]) -> bool:
             return False
         if op == "DoesNotExist" and present:
             return False
+        if op in ("Gt", "Lt"):
+            try:
+                have, bound = int(labels[key]), int(values[0])
+            except (KeyError, IndexError, ValueError):
+                return False
+            if (have <= bound) if op == "Gt" else (have >= bound):
+                return False
     return True
 
 
@@ -59,7 +68,7 @@ def node_refusal(pod: dict[str, Any], node: dict[str, Any]) -> str:
         return "didn't match Pod's node affinity/selector"
     terms = ((((spec.get("affinity") or {}).get("nodeAffinity") or {})
               .get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or [])
-    if terms and not any(_term_matches(t, labels) for t in terms):
+    if terms and not any(term_matches(t, labels) for t in terms):
         return "didn't match Pod's node affinity/selector"
     for taint in node.get("spec", {}).get("taints", []):
         if taint.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(spec.get("tolerations") or [], taint):
