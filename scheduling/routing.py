@@ -82,6 +82,29 @@ def gpu_mode_rules() -> list[dict[str, Any]]:
             for mode, conditions in cases]
 
 
+# The pod annotations that ask Kueue for topology-aware placement (kubernetes-sigs/kueue@v0.19.2:
+# apis/kueue/v1beta2/topology_types.go). No ResourceFlavor is topology-aware (docs/compatibility.md, B1).
+KUEUE_TOPOLOGY_ANNOTATIONS = ("kueue.x-k8s.io/podset-required-topology",
+                              "kueue.x-k8s.io/podset-preferred-topology",
+                              "kueue.x-k8s.io/podset-unconstrained-topology")
+TOPOLOGY_REFUSAL = ("Kueue topology-aware placement is not offered by this platform (no GPU flavor is "
+                    "topology-aware; docs/compatibility.md, B1): Kueue would hold this pod forever. Remove the "
+                    "kueue.x-k8s.io/podset-*-topology annotations; each GPU node pool is one placement domain.")
+
+
+def kueue_topology_refusal() -> dict[str, Any]:
+    """Refuse a pod that asks Kueue for topology at creation, with the reason. Every tenant ClusterQueue holds
+    the non-TAS `gpufleet-host` flavor for cpu/memory, so Kueue would answer such a pod with "Flavor
+    gpufleet-host does not support TopologyAwareScheduling" and keep it pending for ever
+    (kubernetes-sigs/kueue@v0.19.2:pkg/scheduler/flavorassigner/tas_flavorassigner.go:175-182): a refusal
+    the tenant sees at `kubectl apply` (or as the syncer's event) beats a pod that never starts."""
+    present = [{"key": f"{{{{ request.object.metadata.annotations.\"{name}\" || '' }}}}",
+                "operator": "AnyNotIn", "value": [""]} for name in KUEUE_TOPOLOGY_ANNOTATIONS]
+    return {"name": "no-kueue-topology-requests", "match": _pod_create(),
+            "validate": {"failureAction": "Enforce", "message": TOPOLOGY_REFUSAL,
+                         "deny": {"conditions": {"any": present}}}}
+
+
 def routing_policy(view: TenantView, local_queue: str) -> Manifest:
     kai_queue = view.namespace  # KAI Queue and Kueue ClusterQueue are both named tenant-<slug>
     rules = [
@@ -112,6 +135,7 @@ def routing_policy(view: TenantView, local_queue: str) -> Manifest:
             "mutate": {"patchStrategicMerge": {"spec": {"schedulerName": KAI_SCHEDULER}}},
         },
         *gpu_mode_rules(),
+        kueue_topology_refusal(),
     ]
     return {
         "apiVersion": "kyverno.io/v1",

@@ -373,6 +373,20 @@ def test_hamis_chart_defaults_ran_on_no_node(fleet) -> None:
         assert scheduler.node_refusal(pod, hami.pool_node(pool)), pool["metadata"]["name"]
 
 
+@pytest.mark.parametrize("annotation", ["kueue.x-k8s.io/podset-required-topology",
+                                        "kueue.x-k8s.io/podset-preferred-topology",
+                                        "kueue.x-k8s.io/podset-unconstrained-topology"])
+def test_a_pod_asking_kueue_for_topology_is_refused_at_creation_with_the_reason(fleet, annotation) -> None:
+    """At shipped settings no flavor is topology-aware, so Kueue would keep such a pod pending for ever
+    (gpufleet-host, the cpu/memory flavor, is not TAS): the tenant is told at creation instead."""
+    asking = workloads.inference_pod("whole")
+    asking["metadata"]["annotations"][annotation] = "kubernetes.io/hostname"
+    refused = runner.run(asking, NS["beta"], fleet)
+    assert refused.refusal[0] == "kyverno-validate", refused.refusal
+    assert "topology-aware placement is not offered" in refused.refusal[1]
+    assert runner.run(workloads.inference_pod("whole"), NS["beta"], fleet).refusal is None
+
+
 def test_a_topology_aware_gpu_flavor_would_refuse_every_pod(fleet) -> None:
     """Issue 26 B1, why no flavor is topology-aware: with `topologyName` on h100 (what GPUFLEET_TOPOLOGY_LEVELS used
     to render) the ClusterQueue is not TAS-only (gpufleet-host), so Kueue refuses the pod; asking for topology
@@ -387,6 +401,10 @@ def test_a_topology_aware_gpu_flavor_would_refuse_every_pod(fleet) -> None:
     assert 'Flavor "h100" supports only TopologyAwareScheduling' in plain.refusal[1]
     asking = workloads.inference_pod("whole")
     asking["metadata"]["annotations"]["kueue.x-k8s.io/podset-required-topology"] = "kubernetes.io/hostname"
+    # The routing policy refuses such a pod at creation (test_a_pod_asking_kueue_for_topology_is_refused_...);
+    # without that rule, Kueue would hold it: gpufleet-host covers its cpu/memory and is not topology-aware.
+    for policy in fleet.objects("Policy", NS["beta"]):
+        policy["spec"]["rules"] = [r for r in policy["spec"]["rules"] if r["name"] != "no-kueue-topology-requests"]
     refused = runner.run(asking, NS["beta"], fleet)
     assert 'Flavor "gpufleet-host" does not support TopologyAwareScheduling' in refused.refusal[1]
     # Every flavor of beta's queue topology-aware (a TAS-only queue): one pod set then holds two TAS flavors.
