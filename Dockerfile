@@ -4,13 +4,17 @@
 # podSecurityContext), fit for a read-only root filesystem: bytecode compiled at build time, HOME and every
 # runtime write under /tmp or the volumes the chart mounts (/var/lib/gpufleet for the GitOps working copy).
 #
-#   docker build -t registry.example.com/platform/gpufleet:0.1.0 \
-#     --build-context reference=/path/to/reference .
+#   docker build -t registry.example.com/platform/gpufleet:0.1.0 .
 #
 # `reference` is the upstream schema bundle (CRDs, vCluster values schema; the directory
 # GPUFLEET_REFERENCE_DIR points at in development): gpufleet validates every rendered object against it, so it
-# is part of the image, at /opt/gpufleet/reference (the chart's config.referenceDir). It is a named build
-# context, not a file of this repository. Optional CLIs (used by `gpufleet cilium-status` and hubble checks):
+# is part of the image, at /opt/gpufleet/reference (the chart's config.referenceDir). It is not a file of this
+# repository: the `reference-fetch` stage downloads it (network needed) at the commits
+# infra/reference-manifest.json pins and refuses any file whose sha256 differs (python -m infra.reference).
+# Offline, fetch it first on a machine with network (`make reference` writes var/reference) and pass it as a
+# named context, which replaces the stage of the same name:
+#   docker build -t ... --build-context reference=var/reference .
+# Optional CLIs (used by `gpufleet cilium-status` and hubble checks):
 #   --build-arg CILIUM_CLI_VERSION=v0.18.3 --build-arg CILIUM_CLI_SHA256=<sha256 of the linux-amd64 tarball>
 #   --build-arg HUBBLE_VERSION=v1.17.2 --build-arg HUBBLE_SHA256=<sha256 of the linux-amd64 tarball>
 # tests/helm/test_dockerfile.py checks this file against the repository and the chart (no docker engine there).
@@ -29,6 +33,17 @@ COPY billing ./billing
 RUN python -m venv /opt/gpufleet/venv \
  && /opt/gpufleet/venv/bin/pip install . \
  && /opt/gpufleet/venv/bin/python -m compileall -q /opt/gpufleet/venv
+
+# Only what the running image reads (the manifest's `runtime` files: crds/index.json, the CRDs it names,
+# vcluster/values.schema.json); the collector's notes and SYNTHETIC fixtures are test data, never fetched.
+FROM ${PYTHON_IMAGE} AS reference-fetch
+WORKDIR /src
+COPY infra/__init__.py infra/reference.py infra/reference-manifest.json ./infra/
+RUN python -m infra.reference fetch --dest /reference
+
+# The bundle's files at the root of a stage, the same shape as a `--build-context reference=<dir>`.
+FROM scratch AS reference
+COPY --from=reference-fetch /reference/ /
 
 FROM ${PYTHON_IMAGE} AS clis
 ARG CILIUM_CLI_VERSION=""

@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-runtime
 
-.PHONY: demo test install lint migrations-check bench clean
+.PHONY: demo test install lint migrations-check bench clean reference
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +61,15 @@ test: $(STAMP) $(OIDC_NODE)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
+
+# The upstream reference bundle the image validates with (CRDs, vCluster values schema), downloaded at the
+# commits infra/reference-manifest.json pins and verified file by file (standard-library Python only: no venv).
+# `make reference REFERENCE_SET=--all` fetches every fetchable file (the tests' data too); then
+# `docker build --build-context reference=$(REFERENCE_DEST) .` builds the image without network.
+REFERENCE_DEST ?= var/reference
+REFERENCE_SET ?=
+reference:
+	$(PYTHON) -m infra.reference fetch --dest $(REFERENCE_DEST) $(REFERENCE_SET)
 
 bench: $(STAMP)
 	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

@@ -76,6 +76,22 @@ def _ticks(count: int, most: int = 6) -> list[int]:
     return sorted({round(i * step) for i in range(most)})
 
 
+# A generous width of one character at font-size 10 (sans-serif digits and letters are 5.5-6 px): labels are
+# measured with it, so a label judged to fit does fit.
+_CHAR_PX = 6.5
+
+
+def _tick_anchor(x: float, label: str, width: int) -> str:
+    """Centre a tick label on its point unless that would cut it at an edge of the picture (the last day's
+    "Nov 30" at the right end): then align it to end (or start) at the point, which keeps it inside."""
+    half = len(label) * _CHAR_PX / 2
+    if x + half > width:
+        return "end"
+    if x - half < 0:
+        return "start"
+    return "middle"
+
+
 def line_chart(labels: Sequence[str], series: Mapping[str, Sequence[Decimal | None]], *, chart_id: str,
                title: str, desc: str, unit: str, dashed: Sequence[str] = (), width: int = 360,
                height: int = 220) -> str:
@@ -110,7 +126,8 @@ def line_chart(labels: Sequence[str], series: Mapping[str, Sequence[Decimal | No
         out.append(f'<text x="{left - 4}" y="{yy + 3:.1f}" text-anchor="end" fill="#333">'
                    f'{value.normalize():f}</text>')
     for i in _ticks(len(labels)):
-        out.append(f'<text x="{x(i):.1f}" y="{top + plot_h + 12}" text-anchor="middle" fill="#333">'
+        anchor = _tick_anchor(x(i), labels[i], width)
+        out.append(f'<text x="{x(i):.1f}" y="{top + plot_h + 12}" text-anchor="{anchor}" fill="#333">'
                    f'{escape(labels[i])}</text>')
     for k, (name, vs) in enumerate(series.items()):
         colour = PALETTE[k % len(PALETTE)]

@@ -64,3 +64,37 @@ def test_line_chart_gaps_escapes_and_latest_values() -> None:
     assert "<polyline" not in svg and svg.count("<circle") == 2  # a gap splits the line: two single points
     assert "(latest 2.5 units)" in svg
     _accessible(svg)
+
+
+def _label_extents(svg: str) -> list[tuple[str, float, float]]:
+    """Each x-axis label's text and horizontal extent, measured at 7 px per character (wider than any
+    character of the 10 px sans-serif these charts use), from its x and text-anchor."""
+    out = []
+    viewbox_width = float(re.search(r'viewBox="0 0 ([\d.]+) ', svg).group(1))  # type: ignore[union-attr]
+    for x, anchor, text in re.findall(r'<text x="([\d.]+)" y="[\d.]+" text-anchor="(\w+)" fill="#333">([^<]+)</text>',
+                                      svg):
+        if not re.match(r"[A-Z][a-z]{2} \d", text):
+            continue  # a y-axis value
+        width, x0 = len(text) * 7.0, float(x)
+        start = {"start": x0, "middle": x0 - width / 2, "end": x0 - width}[anchor]
+        out.append((text, start, start + width))
+    assert out and viewbox_width
+    return [*out, ("", 0.0, viewbox_width)]
+
+
+def test_axis_labels_are_never_cut_at_the_edges() -> None:
+    """Issue 28: the spend chart showed "Nov 3" for the month's last day, "Nov 30", cut by the picture's
+    right edge (centred on the last point, 10 px from the edge)."""
+    for days in (30, 31, 2, 1):
+        labels = [f"Nov {d}" for d in range(1, days + 1)]
+        svg = line_chart(labels, {"spent": [Decimal(d) for d in range(days)]}, chart_id="spend", title="t",
+                         desc="d", unit="EUR")
+        *extents, (_, _, right_edge) = _label_extents(svg)
+        assert extents[-1][0] == labels[-1]  # the last day is labelled, in full
+        for text, start, end in extents:
+            assert 0 <= start and end <= right_edge, (days, text, start, end)
+    # Long labels at the left edge start at their point instead of reaching past the picture.
+    svg = line_chart(["Nov 1 2026 00:00", "Nov 2 2026 00:00"], {"a": [Decimal(1), Decimal(2)]}, chart_id="x",
+                     title="t", desc="d", unit="u")
+    *extents, (_, _, right_edge) = _label_extents(svg)
+    assert all(0 <= start and end <= right_edge for _, start, end in extents), extents
