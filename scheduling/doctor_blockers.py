@@ -12,7 +12,7 @@ from typing import Any
 
 from infra.manifests import installed_crds, ref
 
-from . import sync_objects
+from . import doctor_review, sync_objects
 from .doctor import CRD_PATH, Finding, Read, _fail, _ok
 
 # API groups the platform does not install but renders objects of: they must be there before any tree is
@@ -109,4 +109,8 @@ def blocker_checks(read: Read, *, platform: Callable[[], list[dict[str, Any]]],
         ("vcluster/ca", lambda: check_vcluster_ca(read, store=store, openbao=openbao, bundle=bundle)),
         ("delivery", lambda: check_delivery(targets())),
         ("bootstrap", lambda: check_bootstrap(read, platform())),
+        # Issue 26 review findings F8, F13, F15 (scheduling.doctor_review).
+        ("argocd/progressive-syncs", lambda: doctor_review.check_progressive_syncs(read)),
+        ("nodes/system", lambda: doctor_review.check_system_nodes(read)),
+        ("webhooks/order", lambda: doctor_review.check_webhook_order(read)),
     ]

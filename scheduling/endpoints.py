@@ -19,11 +19,13 @@ reference vllm-metrics.md) labels every engine metric with `model_name` (= --ser
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from infra.manifests import Manifest
 from tenants.isolation.network import SYNCED_MARKER
 
+from .defaults import DEFAULT_PRIORITY_CLASS
 from .inputs import Catalog, EndpointSpec
 
 KEDA = "keda.sh/v1alpha1"
@@ -33,10 +35,18 @@ VLLM_PORT = 8000
 # The tenant's GPU LocalQueue (issue 15: named so LocalQueue defaulting does not capture other pods).
 GPU_QUEUE = "gpu"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+# The WorkloadPriorityClass an endpoint's pods ask for, by SLA tier (scheduling.defaults.PRIORITY_CLASSES),
+# never above the tenant's own class (the entitlement its Kyverno policy enforces, scheduling.routing). Without
+# one a serving pod's Kueue workload had priority 0 (issue 26 review F12): below every class, so any of the
+# tenant's own jobs preempted a critical endpoint (withinClusterQueue: LowerPriority), and so could any tenant
+# borrowing in the cohort (borrowWithinCohort.maxPriorityThreshold).
+TIER_PRIORITY = {"critical": "high", "standard": "standard", "batch": "low"}
 # What vLLM writes at run time, all on emptyDirs because the pod runs as UID 1000 with no home of its own
 # (the image's HOME is root's): HOME (triton's ~/.triton, torch's ~/.cache fallbacks), XDG_CACHE_HOME (vLLM's
 # VLLM_CACHE_ROOT defaults to $XDG_CACHE_HOME/vllm: compile caches), HF_HOME (model weights) and /tmp.
 HOME_DIR = "/home/vllm"
+RUN_AS_NAME = "vllm"
 CACHE_DIR = "/cache"
 # The tenant's Hugging Face token: a file huggingface_hub reads through HF_TOKEN_PATH (gated models). The
 # Secret is written by External Secrets from the tenant's own OpenBao path (hf_token_objects), and mounted
@@ -60,15 +70,36 @@ def selector_labels(endpoint: EndpointSpec) -> dict[str, str]:
     return {ENDPOINT_LABEL: endpoint.name}
 
 
+def priority_class(tier: str, classes: Iterable[tuple[str, int, str]], ceiling: str) -> str:
+    """TIER_PRIORITY's class for the tier (DEFAULT_PRIORITY_CLASS for a tier an admin added) if the tenant may use
+    it -- its value not above the tenant's own class `ceiling`, as scheduling.render.allowed_priority_classes
+    decides -- else the highest class the tenant may use; "" (no label) when it may use none."""
+    values = {name: value for name, value, _ in classes}
+    limit = values.get(ceiling, 0)
+    wanted = TIER_PRIORITY.get(tier, DEFAULT_PRIORITY_CLASS)
+    if values.get(wanted, limit + 1) <= limit:
+        return wanted
+    allowed = [name for name, value in values.items() if value <= limit]
+    return max(allowed, key=lambda name: (values[name], name)) if allowed else ""
+
+
 def serving_deployment(meta: dict[str, Any], endpoint: EndpointSpec, image: str, *,
                        node_selector: dict[str, str] | None = None,
-                       tolerations: list[dict[str, Any]] | None = None) -> Manifest:
+                       tolerations: list[dict[str, Any]] | None = None, priority: str = "") -> Manifest:
     """vLLM's OpenAI server, one whole GPU per replica. No `replicas`: KEDA's HPA owns the count, and a
     GitOps apply must not fight it. Restricted-PSS compliant so it runs in every trust level's namespace.
     The tenant's placement (dedicated nodes for untrusted tenants) is set here: vCluster enforces it
-    only on the pods it syncs, and this one is not synced."""
+    only on the pods it syncs, and this one is not synced.
+
+    `priority` (priority_class) labels the pods, not the Deployment: Kueue takes a pod's workload priority from
+    the pod's own label (kueue@v0.19.2:pkg/controller/jobframework/reconciler.go:1716-1717, ExtractPriority),
+    and its Deployment webhook refuses to add the label to a running Deployment's metadata
+    (pkg/controller/jobframework/validation.go:219-225), which an endpoint rendered before would be; a pod
+    template change is a rolling update that Kueue admits pod by pod."""
     pod_labels = {**selector_labels(endpoint), "app.kubernetes.io/name": "vllm", QUEUE_LABEL: GPU_QUEUE}
     meta = {**meta, "labels": {**meta["labels"], **pod_labels, "gpufleet.io/deployment": endpoint.deployment}}
+    if priority:
+        pod_labels[PRIORITY_LABEL] = priority
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -88,7 +119,12 @@ def serving_deployment(meta: dict[str, Any], endpoint: EndpointSpec, image: str,
                         "image": image,
                         "args": ["--model", endpoint.model, "--served-model-name", endpoint.model,
                                  "--port", str(VLLM_PORT)],
-                        "env": [{"name": "HOME", "value": HOME_DIR},
+                        # USER/LOGNAME: the image has no passwd entry for UID 1000, and Python's getpass.getuser()
+                        # (torch's inductor cache name, triton) reads these before it asks the passwd database,
+                        # which fails for an unknown UID (review F14).
+                        "env": [{"name": "USER", "value": RUN_AS_NAME},
+                                {"name": "LOGNAME", "value": RUN_AS_NAME},
+                                {"name": "HOME", "value": HOME_DIR},
                                 {"name": "XDG_CACHE_HOME", "value": CACHE_DIR},
                                 {"name": "HF_HOME", "value": f"{CACHE_DIR}/huggingface"},
                                 {"name": "HF_TOKEN_PATH", "value": f"{HF_TOKEN_DIR}/{HF_TOKEN_KEY}"}],

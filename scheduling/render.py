@@ -305,13 +305,15 @@ def kai_queue(view: TenantView, cat: Catalog, sched: TenantScheduling) -> Manife
     }
 
 
-def endpoint_manifests(view: TenantView, cat: Catalog, endpoint: EndpointSpec) -> list[Manifest]:
+def endpoint_manifests(view: TenantView, cat: Catalog, endpoint: EndpointSpec,
+                       sched: TenantScheduling) -> list[Manifest]:
     """The platform-owned serving Deployment, Service, scrape object and ScaledObject (scheduling.endpoints)."""
     meta = metadata(view, endpoints.object_name(endpoint))
     placement = of_view(view).placement
+    priority = endpoints.priority_class(endpoint.tier, cat.priority_classes or PRIORITY_CLASSES, sched.priority_class)
     return [
         endpoints.serving_deployment(meta, endpoint, cat.vllm_image, node_selector=placement.node_selector,
-                                     tolerations=list(placement.tolerations)),
+                                     tolerations=list(placement.tolerations), priority=priority),
         endpoints.service(meta, endpoint),
         endpoints.service_scrape(meta, endpoint),
         endpoints.scaled_object(meta, view.namespace, cat, endpoint, suspended=view.suspended, quantity=quantity),
@@ -339,7 +341,7 @@ def render_tenant_scheduling(view: TenantView, ctx: RenderContext) -> list[Manif
     if kai is not None:
         out.append(kai)
     for endpoint in sched.endpoints:
-        out.extend(endpoint_manifests(view, cat, endpoint))
+        out.extend(endpoint_manifests(view, cat, endpoint, sched))
     if sched.endpoints:  # what every serving pod of the tenant needs: the token and the way to the hub
         out.extend(endpoints.hf_token_objects(lambda name: metadata(view, name), view.slug, cat))
         out.append(endpoints.model_hub_egress(metadata(view, "gpufleet-model-hub"), cat))

@@ -19,9 +19,20 @@ tenants (`dependsOn` configs). The platform folder is one flat folder of files n
 whose `.sourceignore`-format `ignore` keeps only (controllers) or leaves out (configs) the installer files.
 
 Argo CD: one ApplicationSet per cluster generating the same three Applications, cut by `directory.include`/
-`exclude`, each with SkipDryRunOnMissingResource=true and an unlimited retry with backoff: the configs and
-tenants Applications fail and retry until the controllers installed their CRDs (the wave annotations order
-them where Argo CD orders Applications: app-of-apps, progressive sync).
+`exclude`, each labelled with its stage and ordered by the ApplicationSet's `strategy: RollingSync` (one step per
+stage, matched on that label). Sync waves do not order Applications an ApplicationSet generates (its default
+strategy is AllAtOnce; issue 26 review F8): RollingSync does, when the ApplicationSet controller runs with
+progressive syncs enabled (`applicationsetcontroller.enable.progressive.syncs: "true"` in argocd-cmd-params-cm,
+default false: argoproj/argo-cd@v3.5.1:cmd/argocd-applicationset-controller/commands/applicationset_controller.go:311).
+Then the controller syncs a step's Applications only once every Application of the previous steps is Healthy
+(applicationset/progressivesync/progressive_sync.go:524-569 getAppsToSync) -- a HelmRelease is Healthy when Flux
+reports it Ready and Released (resource_customizations/helm.toolkit.fluxcd.io/HelmRelease/health.lua), i.e. its
+chart and CRDs are installed. RollingSync turns automated sync off on the generated Applications and triggers
+each sync itself with the Application's own `syncPolicy.retry` (progressive_sync.go:745-806; without one, a
+limit of 5), and never retries a failed sync (:481): so each Application keeps SkipDryRunOnMissingResource=true
+and an unlimited retry with backoff. Without progressive syncs the controller ignores the strategy
+(applicationset_controller.go:248-312) and the Applications keep their automated sync: configs and tenants
+then fail and retry until the controllers' CRDs exist, as before.
 
 Destinations (docs/compatibility.md, "B7"): a cluster that names neither an API URL nor credentials is the one
 Argo CD / Flux runs in, and at most one cluster may be that. Argo CD: `destination.server` = the cluster's
@@ -45,9 +56,18 @@ REPOSITORY = "gpufleet-desired-state"
 # The NAME of the Secret holding Flux's read-only deploy key (the key itself is the operator's).
 READ_KEY_SECRET = "gpufleet-desired-state-read"
 STAGES = ("controllers", "configs", "tenants")
+# The label each generated Application carries and RollingSync's steps select on (issue 26 review F8).
+STAGE_LABEL = "gpufleet.io/stage"
+# What the ApplicationSet controller needs for RollingSync (argo-cd v3.5.1 docs/operator-manual/applicationset/
+# Progressive-Syncs.md "Enabling Progressive Syncs"); checked by `gpufleet doctor` (scheduling.doctor_review).
+PROGRESSIVE_SYNCS_CONFIGMAP = "argocd-cmd-params-cm"
+PROGRESSIVE_SYNCS_KEY = "applicationsetcontroller.enable.progressive.syncs"
 # Argo CD: an unlimited retry (negative limit: "unlimited number of attempts if less than 0", argo-cd
-# docs/operator-manual/application.yaml) with backoff, so the configs/tenants Applications converge once the
-# controllers' CRDs exist instead of stopping at the first failed sync of a commit.
+# docs/operator-manual/application.yaml; controller/appcontroller.go:1620 @v3.5.1) with backoff, so the
+# configs/tenants Applications converge once the controllers' CRDs exist instead of stopping at the first failed
+# sync of a commit. Under RollingSync it is what retries a failed sync at all: the ApplicationSet controller
+# copies it into the sync operation it starts and does not start another (argo-cd@v3.5.1:applicationset/
+# progressivesync/progressive_sync.go:481, 794-797).
 ARGO_RETRY = {"limit": -1, "backoff": {"duration": "30s", "factor": 2, "maxDuration": "5m"}}
 ARGO_SYNC_OPTIONS = ["ServerSideApply=true", "SkipDryRunOnMissingResource=true"]
 
@@ -126,6 +146,14 @@ def _labels(target: SyncTarget) -> dict[str, str]:
     return {"app.kubernetes.io/managed-by": "gpufleet", "gpufleet.io/cluster": target.name}
 
 
+def rolling_sync() -> dict[str, Any]:
+    """One RollingSync step per stage, in order: every Application is selected by exactly one step (one left
+    out would never be synced by the ApplicationSet controller, Progressive-Syncs.md). No maxUpdate: a step's
+    Applications (one per stage and cluster here) sync together."""
+    return {"type": "RollingSync", "rollingSync": {"steps": [
+        {"matchExpressions": [{"key": STAGE_LABEL, "operator": "In", "values": [stage]}]} for stage in STAGES]}}
+
+
 def argocd(targets: Iterable[SyncTarget], repo_url: str, *, revision: str = "main",
            namespace: str = "argocd", project: str = "default") -> list[dict[str, Any]]:
     targets = list(targets)
@@ -134,11 +162,9 @@ def argocd(targets: Iterable[SyncTarget], repo_url: str, *, revision: str = "mai
     out = []
     for target in targets:
         elements = [
-            {"stage": "controllers", "wave": "0", "path": target.stage_path("controllers"),
-             "include": installers, "exclude": ""},
-            {"stage": "configs", "wave": "1", "path": target.stage_path("configs"), "include": "",
-             "exclude": installers},
-            {"stage": "tenants", "wave": "2", "path": target.stage_path("tenants"), "include": "", "exclude": ""},
+            {"stage": "controllers", "path": target.stage_path("controllers"), "include": installers, "exclude": ""},
+            {"stage": "configs", "path": target.stage_path("configs"), "include": "", "exclude": installers},
+            {"stage": "tenants", "path": target.stage_path("tenants"), "include": "", "exclude": ""},
         ]
         out.append({
             "apiVersion": "argoproj.io/v1alpha1",
@@ -148,11 +174,11 @@ def argocd(targets: Iterable[SyncTarget], repo_url: str, *, revision: str = "mai
                 "goTemplate": True,
                 "goTemplateOptions": ["missingkey=error"],
                 "generators": [{"list": {"elements": elements}}],
+                "strategy": rolling_sync(),
                 "template": {
                     "metadata": {
                         "name": f"gpufleet-{target.name}-{{{{.stage}}}}",
-                        "labels": _labels(target),
-                        "annotations": {"argocd.argoproj.io/sync-wave": "{{.wave}}"},
+                        "labels": {**_labels(target), STAGE_LABEL: "{{.stage}}"},
                     },
                     "spec": {
                         "project": project,

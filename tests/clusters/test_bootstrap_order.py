@@ -13,7 +13,16 @@ from tenants.render import RenderContext, render_platform
 from tests.support import factories
 from tests.support.services import need_reference
 
-from .bootstrap_model import Cluster, argo_tick, flux_tick, gitignored, repository
+from .bootstrap_model import (
+    PREINSTALLED_GROUPS,
+    Cluster,
+    RollingState,
+    argo_rolling_tick,
+    argo_tick,
+    flux_tick,
+    gitignored,
+    repository,
+)
 
 pytestmark = pytest.mark.django_db
 URL = "ssh://git@git.example.com/platform/gpufleet-desired-state.git"
@@ -74,6 +83,8 @@ def test_flux_before_the_fix_deadlocks(trees) -> None:
 
 
 def test_argo_converges_with_skip_dry_run_and_retry(trees) -> None:
+    """Progressive syncs off on the ApplicationSet controller (its default): the RollingSync strategy is ignored
+    (AllAtOnce), the Applications keep their automated sync, and retry carries configs and tenants through."""
     cluster, failed = Cluster(), set()
     sync = sync_objects.argocd([TARGET], URL)
     repo = repository(trees)
@@ -82,6 +93,57 @@ def test_argo_converges_with_skip_dry_run_and_retry(trees) -> None:
         cluster.helm_controller()
     assert failed == set()
     assert cluster.has_all(everything(trees)), cluster.log
+
+
+def stage_of(name: str) -> str:
+    return name.rsplit("-", 1)[-1]
+
+
+def test_argo_rolling_sync_syncs_each_stage_after_the_previous_one_is_healthy(trees) -> None:
+    """F8: with progressive syncs on, configs is synced only once the controllers' HelmReleases are installed
+    (Healthy), tenants only once configs is Healthy -- so neither meets a kind without its CRD."""
+    cluster, state = Cluster(), RollingState()
+    sync = sync_objects.argocd([TARGET], URL)
+    repo = repository(trees)
+    for _ in range(TICKS + 2):
+        argo_rolling_tick(cluster, sync, repo, state)
+        cluster.helm_controller()
+    assert cluster.has_all(everything(trees)), cluster.log
+    assert [(stage_of(app), sorted(map(stage_of, healthy))) for app, healthy in state.triggered] == [
+        ("controllers", []), ("configs", ["controllers"]), ("tenants", ["configs", "controllers"])]
+    assert not [line for line in cluster.log if "failed" in line], cluster.log
+    assert set(state.statuses.values()) == {"Healthy"}
+
+
+def late_prerequisite(trees) -> str:
+    """A prerequisite API group (not installed by the platform) that the configs stage uses."""
+    platform = trees["clusters/default/platform"]
+    groups = {m["apiVersion"].rpartition("/")[0] for m in platform if m["kind"] not in (
+        "HelmRelease", "HelmRepository", "OCIRepository")}
+    return sorted(groups & PREINSTALLED_GROUPS)[0]
+
+
+@pytest.mark.parametrize("retry, converges", [("unlimited", True), ("none", False)])
+def test_argo_rolling_sync_relies_on_the_applications_retry(trees, retry: str, converges: bool) -> None:
+    """RollingSync starts one sync per step and never another (argo-cd@v3.5.1:applicationset/progressivesync/
+    progressive_sync.go:481); the Application controller retries it within the operation's limit, which is the
+    Application's retry, or 5. A prerequisite installed late (here after 8 failed attempts): the rendered
+    unlimited retry converges; without it configs stays failed and tenants is never synced."""
+    cluster, state = Cluster(absent={late_prerequisite(trees)}), RollingState()
+    sync = sync_objects.argocd([TARGET], URL)
+    if retry == "none":
+        del sync[0]["spec"]["template"]["spec"]["syncPolicy"]["retry"]
+    repo = repository(trees)
+    for tick in range(TICKS + 10):
+        if tick == 10:
+            cluster.absent.clear()  # the operator installs it
+        argo_rolling_tick(cluster, sync, repo, state)
+        cluster.helm_controller()
+    assert cluster.has_all(everything(trees)) is converges, cluster.log
+    tenants_synced = any(stage_of(app) == "tenants" for app, _ in state.triggered)
+    assert tenants_synced is converges
+    if not converges:
+        assert "argo: gpufleet-default-configs sync failed after 5 retries" in cluster.log
 
 
 def test_argo_before_the_fix_stops_at_the_first_failed_sync(trees) -> None:

@@ -59,7 +59,25 @@ def test_argocd_applications_skip_the_dry_run_of_missing_kinds_and_retry() -> No
         assert controllers["include"] == configs["exclude"] != ""
         assert "helmrelease.helm.toolkit.fluxcd.io_*.yaml" in controllers["include"]
         assert controllers["exclude"] == configs["include"] == tenants["include"] == tenants["exclude"] == ""
-        assert [int(e["wave"]) for e in (controllers, configs, tenants)] == [0, 1, 2]
+
+
+
+def test_argocd_rolling_sync_selects_every_application_in_stage_order() -> None:
+    """F8: sync waves do not order an ApplicationSet's Applications; RollingSync steps do, and an Application
+    no step selects would never be synced (argo-cd v3.5.1 Progressive-Syncs.md)."""
+    from .bootstrap_model import generated_apps, rolling_steps
+
+    for app_set in sync_objects.argocd(TARGETS, REPO_URL):
+        cluster = app_set["metadata"]["labels"]["gpufleet.io/cluster"]
+        apps = generated_apps(app_set)
+        assert rolling_steps(app_set, [(a.name, a.labels) for a in apps]) == [
+            [f"gpufleet-{cluster}-{stage}"] for stage in sync_objects.STAGES]
+        assert all(a.labels[sync_objects.STAGE_LABEL] == stage_of for a, stage_of in zip(apps, sync_objects.STAGES,
+                                                                                            strict=True))
+        assert "annotations" not in app_set["spec"]["template"]["metadata"]  # no sync-wave that orders nothing
+        # Used only when progressive syncs are off (the controller then ignores the strategy); RollingSync
+        # turns it off itself and keeps the retry (bootstrap_model.sync_operation).
+        assert app_set["spec"]["template"]["spec"]["syncPolicy"]["automated"] == {"prune": True, "selfHeal": True}
 
 
 def test_flux_kustomizations_per_cluster_reference_the_kubeconfig_secret() -> None:

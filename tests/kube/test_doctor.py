@@ -85,10 +85,18 @@ def healthy(kube: EmulatorThread, catalog, settings) -> EmulatorThread:
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "kueue-manager-config", "namespace": "kueue-system"},
         "data": {"controller_manager_config.yaml": to_yaml(kueue_configuration(cat))}})
-    # As HAMi 2.10.0's charts/hami/templates/scheduler/webhook.yaml renders it with our values.
+    # As HAMi 2.10.0's charts/hami/templates/scheduler/webhook.yaml renders it with our values (fullnameOverride
+    # vgpu names it vgpu-webhook), and Kyverno's resource webhooks and Kueue's pod webhook (issue 26 review F15).
+    for name, hooks in (("kyverno-resource-mutating-webhook-cfg", [{"name": "mutate.kyverno.svc-ignore"},
+                                                                   {"name": "mutate.kyverno.svc-fail"}]),
+                        ("kueue-mutating-webhook-configuration", [{"name": "mpod.kb.io",
+                                                                   "reinvocationPolicy": "IfNeeded"}])):
+        put(kube, "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", {
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": name}, "webhooks": hooks})
     put(kube, "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", {
         "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
-        "metadata": {"name": "hami-webhook"},
+        "metadata": {"name": "vgpu-webhook"},
         "webhooks": [{"name": "vgpu.hami.io", "namespaceSelector": {"matchExpressions": [
             {"key": "hami.io/webhook", "operator": "NotIn", "values": ["ignore"]},
             {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": list(PLATFORM_NAMESPACES)},
@@ -202,7 +210,9 @@ def test_broken_hami_karpenter_and_topology_are_found(healthy, tmp_path, setting
             "karpenter/nodepool/h100-whole/nodeclass", "karpenter/nodepool/h100-hami/nodeclass",
             "topology/node/gpu-2", "crd/scaledobjects.keda.sh",
             # the same missing CRD, as the bootstrap stage that waits for it (issue 26, B2)
-            "bootstrap/crds"} == set(found)
+            "bootstrap/crds",
+            # HAMi's chart default name, hami-webhook, sorts before Kyverno's configuration (review F15)
+            "webhooks/order/hami"} == set(found)
     assert "nvidia.com/gpu.product" in found["karpenter/nodepool/h100-whole"]["detail"]
     assert "gpufleet.io/topology-block" in found["topology/node/gpu-2"]["detail"]
 
@@ -238,8 +248,9 @@ def test_a_refused_node_list_is_a_failure_too(healthy, tmp_path, settings) -> No
         status=403, reason="Forbidden", message="nodes is forbidden: User cannot list resource nodes"))
     findings, failed = doctor(healthy, tmp_path)
     found = failures(findings)
-    assert failed and set(found) == {"topology/nodes"}
+    assert failed and set(found) == {"topology/nodes", "nodes/system"}  # both read the node list
     assert "nodes is forbidden" in found["topology/nodes"]["detail"]
+    assert "nodes is forbidden" in found["nodes/system"]["detail"]
 
 
 def untrusted_tenant(kube: EmulatorThread) -> list[dict[str, Any]]:
@@ -317,7 +328,8 @@ def test_each_issue_26_blocker_class_is_named_with_its_fix(healthy, tmp_path, se
 def test_the_blocker_checks_pass_on_a_healthy_fleet(healthy, tmp_path) -> None:
     findings, _ = doctor(healthy, tmp_path)
     ok = {f["check"] for f in findings if f["ok"]}
-    assert {"vcluster/ca", "delivery/argocd", "delivery/flux", "bootstrap/order"} <= ok
+    assert {"vcluster/ca", "delivery/argocd", "delivery/flux", "bootstrap/order", "argocd/progressive-syncs",
+            "nodes/system", "webhooks/order"} <= ok
 
 
 def test_a_missing_vcluster_ca_is_a_failure(healthy, tmp_path, settings) -> None:
@@ -358,3 +370,61 @@ def test_a_platform_kind_no_stage_installs_is_a_bootstrap_failure() -> None:
     orphan = {"apiVersion": "example.io/v1", "kind": "Widget", "metadata": {"name": "w"}}
     (finding,) = check_bootstrap(lambda path: None, [orphan])
     assert not finding.ok and "Widget.example.io" in finding.detail
+
+
+# --- issue 26 review findings F8, F13, F15 (scheduling.doctor_review) ----------------------------------------
+
+
+def argocd(kube: EmulatorThread, value: str | None, env: dict[str, Any] | None = None) -> None:
+    """Argo CD's ApplicationSet CRD, argocd-cmd-params-cm and the controller as its v3.5.1 manifest runs it
+    (manifests/base/applicationset-controller/argocd-applicationset-controller-deployment.yaml:154-157)."""
+    crd = yaml.load((need_reference() / "crds" / "argocd/applicationset-crd.yaml").read_text(), Loader=LOADER)
+    crd["status"] = ESTABLISHED
+    put(kube, "apiextensions.k8s.io", "v1", "customresourcedefinitions", crd)
+    data = {} if value is None else {"applicationsetcontroller.enable.progressive.syncs": value}
+    put(kube, "", "v1", "configmaps", {"apiVersion": "v1", "kind": "ConfigMap",
+                                       "metadata": {"name": "argocd-cmd-params-cm", "namespace": "argocd"},
+                                       "data": data})
+    variable = env or {"valueFrom": {"configMapKeyRef": {
+        "name": "argocd-cmd-params-cm", "key": "applicationsetcontroller.enable.progressive.syncs", "optional": True}}}
+    put(kube, "apps", "v1", "deployments", {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "argocd-applicationset-controller", "namespace": "argocd"},
+        "spec": {"template": {"spec": {"containers": [{
+            "name": "argocd-applicationset-controller", "args": ["/usr/local/bin/argocd-applicationset-controller"],
+            "env": [{"name": "ARGOCD_APPLICATIONSET_CONTROLLER_ENABLE_PROGRESSIVE_SYNCS", **variable}]}]}}}})
+
+
+def test_argocd_without_progressive_syncs_is_a_failure(healthy, tmp_path) -> None:
+    """F8: the RollingSync strategy the ApplicationSets carry is ignored while progressive syncs are off (the
+    default): the doctor says so and how to turn them on."""
+    argocd(healthy, None)
+    found = failures(doctor(healthy, tmp_path)[0])
+    assert "progressive syncs are off (argocd/argocd-cmd-params-cm)" in found["argocd/progressive-syncs"]["detail"]
+    assert 'applicationsetcontroller.enable.progressive.syncs: "true"' in found["argocd/progressive-syncs"]["fix"]
+    argocd(healthy, "true")
+    assert "argocd/progressive-syncs" not in failures(doctor(healthy, tmp_path)[0])
+    argocd(healthy, "true", env={"value": "false"})  # a literal value in the controller's environment wins
+    assert "its environment" in failures(doctor(healthy, tmp_path)[0])["argocd/progressive-syncs"]["detail"]
+
+
+def test_a_cluster_with_only_tainted_nodes_has_nowhere_for_control_planes(healthy, tmp_path) -> None:
+    """F13: the control planes of tenants without dedicated nodes need an untainted node (or pool)."""
+    put(healthy, "", "v1", "nodes", {**node("gpu-1", {"gpufleet.io/flavor": "h100"}), "spec": {
+        "taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]}})
+    found = failures(doctor(healthy, tmp_path)[0])
+    assert "control planes of tenants without dedicated nodes" in found["nodes/system"]["detail"]
+    put(healthy, "", "v1", "nodes", node("system-1", {}))
+    assert "nodes/system" not in failures(doctor(healthy, tmp_path)[0])
+
+
+def test_hami_called_before_kyverno_is_a_failure(healthy, tmp_path) -> None:
+    """F15: HAMi's chart default name (hami-webhook) sorts before Kyverno's configuration."""
+    hami = healthy.call(lambda: copy.deepcopy(healthy.emulator.objects[kmock.resource(
+        "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations"), None, "vgpu-webhook"]))
+    drop(healthy, "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", "vgpu-webhook")
+    put(healthy, "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
+        {**dict(hami), "metadata": {"name": "hami-webhook"}})
+    found = failures(doctor(healthy, tmp_path)[0])
+    assert "hami-webhook is called before Kyverno's kyverno-resource-mutating-webhook-cfg" in (
+        found["webhooks/order/hami"]["detail"])

@@ -132,3 +132,47 @@ def test_an_untrusted_tenants_endpoint_reaches_the_model_hub_and_nothing_else(fl
     assert not egress_allows(policies, forged, "huggingface.co", "443")
     need_reference()
     assert get_schema_registry().validate(policies) == []
+
+
+def test_the_vllm_user_has_a_name_without_a_passwd_entry(fleet, tenants) -> None:
+    """Review F14: UID 1000 has no passwd entry in the image; getpass.getuser() (torch's inductor cache, triton)
+    reads LOGNAME/USER before the passwd database (CPython Lib/getpass.py), so both are set."""
+    _, deployment = serving(tenants["standard"])
+    env = {e["name"]: e["value"] for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["USER"] == env["LOGNAME"] == "vllm"
+
+
+def allowed_classes(manifests: list[dict]) -> list[str]:
+    """What the tenant's Kyverno priority policy admits (scheduling.routing.priority_policy)."""
+    policy = next(m for m in by_kind(manifests, "Policy") if m["metadata"]["name"] == "gpufleet-priority-classes")
+    return policy["spec"]["rules"][0]["validate"]["deny"]["conditions"]["any"][0]["value"]
+
+
+@pytest.mark.parametrize("tier, tenant_class, expected", [
+    ("critical", "high", "high"),
+    ("critical", "standard", "standard"),  # never above the tenant's entitlement
+    ("standard", "high", "standard"),
+    ("batch", "standard", "low"),
+])
+def test_an_endpoints_pods_carry_the_priority_of_its_tier(fleet, tenants, tier, tenant_class, expected) -> None:
+    """Review F12: a critical endpoint's pods were at priority 0, below every WorkloadPriorityClass. The label is on
+    the pod template only: Kueue reads it there (ExtractPriority) and refuses to add it to a running Deployment."""
+    tenant = tenants["trusted"]
+    actions.set_tenant_scheduling(tenant, priority_class=tenant_class)
+    actions.create_endpoint(tenant, "chat", model="meta-llama/Llama-3.1-8B-Instruct", tier=tier)
+    manifests = desired_manifests(tenant)
+    deployment = next(m for m in by_kind(manifests, "Deployment") if m["metadata"]["name"] == "endpoint-chat")
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert labels["kueue.x-k8s.io/priority-class"] == expected
+    assert expected in allowed_classes(manifests)  # the tenant's own admission policy lets the pods in
+    assert "kueue.x-k8s.io/priority-class" not in deployment["metadata"]["labels"]
+
+
+def test_an_unknown_tier_or_class_falls_back_to_what_exists() -> None:
+    from scheduling.endpoints import priority_class
+
+    classes = [("low", 100, ""), ("standard", 500, ""), ("high", 1000, "")]
+    assert priority_class("overnight", classes, "high") == "standard"  # an admin's tier: the default class
+    assert priority_class("critical", [("low", 100, ""), ("gold", 900, "")], "gold") == "gold"  # no "high" row
+    assert priority_class("critical", [], "") == ""  # nothing to name: no label
+    assert priority_class("critical", classes, "deleted") == ""  # the tenant's class is gone: it may use none
