@@ -1,5 +1,7 @@
-"""gpufleet: the platform layer (settings, accounts, API, portal, audit)."""
+"""gpufleet: the platform layer (settings, accounts, API, portal, audit).
 
-from .celery import app as celery_app
-
-__all__ = ["celery_app"]
+Importing this package has no side effects: it loads neither Django nor Celery and sets no settings module
+(the Terraform provider under gpufleet.terraform runs without Django). The Celery application is
+gpufleet.celery (`celery -A gpufleet` finds it there); Django processes load it when their apps are ready
+(gpufleet.outbox.apps), so every task they send goes through it.
+"""

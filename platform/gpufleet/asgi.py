@@ -1,6 +1,6 @@
-import os
-
 from django.core.asgi import get_asgi_application
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpufleet.settings.demo")
+from gpufleet.profile import require_settings_module
+
+require_settings_module("gpufleet.asgi")  # never the demo profile by default (profile.py says why)
 application = get_asgi_application()

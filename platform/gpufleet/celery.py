@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
-
 from celery import Celery
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpufleet.settings.demo")
+from gpufleet.profile import require_settings_module
+
+require_settings_module("gpufleet.celery")  # never the demo profile by default (profile.py says why)
 
 app = Celery("gpufleet")
 app.config_from_object("django.conf:settings", namespace="CELERY")

@@ -4,8 +4,9 @@ from django.core.wsgi import get_wsgi_application
 
 from gpufleet.bodydeadline import deadline_for_bodies
 from gpufleet.gcfreeze import settle_startup_objects
+from gpufleet.profile import require_settings_module
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpufleet.settings.demo")
+require_settings_module("gpufleet.wsgi")  # never the demo profile by default (profile.py says why)
 django_application = get_wsgi_application()
 # A slow request body holds a gthread thread only until this deadline (bodydeadline.py says why).
 application = deadline_for_bodies(django_application, float(os.environ.get("GPUFLEET_BODY_TIMEOUT_SECONDS", "2")))
