@@ -134,12 +134,12 @@ def check_flavor_pools(spec: ClusterSpec, read: Read | None) -> list[Finding]:
     return out
 
 
-def check_prerequisite_crds(spec: ClusterSpec, read: Read, *, external_secrets: bool,
+def check_prerequisite_crds(spec: ClusterSpec, read: Read, *, external_secrets: bool, rule_kind: str = "",
                             skip: Iterable[str] = ()) -> list[Finding]:
     """F9/F11: the CRDs no HelmRelease of the tree installs are served on the cluster."""
     skipped = set(skip)
     out = []
-    for need in cluster_prerequisites(spec.catalog, external_secrets=external_secrets):
+    for need in cluster_prerequisites(spec.catalog, external_secrets=external_secrets, rule_kind=rule_kind):
         if need.crd in skipped:
             continue
         out.append(check_crd(
@@ -178,13 +178,13 @@ def check_node_overlay_gate(spec: ClusterSpec, read: Read) -> list[Finding]:
     return [_ok(check, f"NodeOverlay=true on cluster {spec.name} ({source})")]
 
 
-def _not_checked(spec: ClusterSpec, external_secrets: bool) -> str:
-    crds = [p.crd for p in cluster_prerequisites(spec.catalog, external_secrets=external_secrets)]
+def _not_checked(spec: ClusterSpec, external_secrets: bool, rule_kind: str) -> str:
+    crds = [p.crd for p in cluster_prerequisites(spec.catalog, external_secrets=external_secrets, rule_kind=rule_kind)]
     overlay = any(nodepools.overlay_capacity(p) for p in spec.catalog.node_pools)
     return ", ".join([*crds, *(["Karpenter's NodeOverlay gate"] if overlay else [])])
 
 
-def check_cluster(target: Target, *, external_secrets: bool) -> list[Finding]:
+def check_cluster(target: Target, *, external_secrets: bool, rule_kind: str = "") -> list[Finding]:
     spec = target.spec
     out = check_flavor_pools(spec, None)
     check = f"cluster/{spec.name}"
@@ -192,23 +192,25 @@ def check_cluster(target: Target, *, external_secrets: bool) -> list[Finding]:
            "GPUFLEET_CLUSTER_KUBECONFIG_DIR) or run the doctor with --kubeconfig against it")
     if target.read is None:
         return [*out, _fail(check, f"cannot check cluster {spec.name}: no way to read it is configured; not "
-                                   f"checked: {_not_checked(spec, external_secrets)}", fix)]
+                                   f"checked: {_not_checked(spec, external_secrets, rule_kind)}", fix)]
     read = target.read
     try:
         out = check_flavor_pools(spec, read)
-        crds = check_prerequisite_crds(spec, read, external_secrets=external_secrets,
+        crds = check_prerequisite_crds(spec, read, external_secrets=external_secrets, rule_kind=rule_kind,
                                        skip=LOCAL_COVERED if target.local else ())
         gate = check_node_overlay_gate(spec, read)
     except InfraError as exc:
         return [*out, _fail(check, f"cannot check cluster {spec.name}: {exc}; not checked: "
-                                   f"{_not_checked(spec, external_secrets)}", fix)]
+                                   f"{_not_checked(spec, external_secrets, rule_kind)}", fix)]
     return [*out, _ok(check, f"cluster {spec.name} read"), *crds, *gate]
 
 
-def cluster_checks(targets: Callable[[], list[Target]], *,
-                   external_secrets: bool) -> list[tuple[str, Callable[[], list[Finding]]]]:
-    """One named check for all registered clusters (scheduling.doctor.diagnose's `more`)."""
+def cluster_checks(targets: Callable[[], list[Target]], *, external_secrets: bool,
+                   rule_kind: str = "") -> list[tuple[str, Callable[[], list[Finding]]]]:
+    """One named check for all registered clusters (scheduling.doctor.diagnose's `more`). `rule_kind`: the kind of
+    the capacity rule the platform renders (FleetSettings.rule_kind)."""
     def run() -> list[Finding]:
-        return [f for target in targets() for f in check_cluster(target, external_secrets=external_secrets)]
+        return [f for target in targets()
+                for f in check_cluster(target, external_secrets=external_secrets, rule_kind=rule_kind)]
 
     return [("clusters", run)]

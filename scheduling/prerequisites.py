@@ -92,7 +92,12 @@ class Prerequisite:
     why: str
 
 
-def cluster_prerequisites(cat: Catalog, *, external_secrets: bool) -> tuple[Prerequisite, ...]:
+# The capacity rule's kind (FleetSettings.rule_kind, scheduling.fleetops.queues.RULE_KINDS) -> its CRD.
+RULE_CRDS = {"PrometheusRule": ("prometheus-operator CRDs", "prometheusrules.monitoring.coreos.com", "v1"),
+             "VMRule": ("VictoriaMetrics operator", "vmrules.operator.victoriametrics.com", "v1beta1")}
+
+
+def cluster_prerequisites(cat: Catalog, *, external_secrets: bool, rule_kind: str = "") -> tuple[Prerequisite, ...]:
     """What one host cluster with catalog `cat` needs installed before its tree is applied."""
     out = [
         # Both sync paths (Flux and Argo CD) push the controllers stage as HelmReleases and their sources
@@ -117,6 +122,9 @@ def cluster_prerequisites(cat: Catalog, *, external_secrets: bool) -> tuple[Prer
     if cat.prometheus_operator:
         out.append(Prerequisite("prometheus-operator CRDs", "servicemonitors.monitoring.coreos.com", "v1",
                                 "Kueue's chart renders a ServiceMonitor (GPUFLEET_PROMETHEUS_OPERATOR=true)"))
+    if rule_kind in RULE_CRDS:
+        component, crd, version = RULE_CRDS[rule_kind]
+        out.append(Prerequisite(component, crd, version, f"the capacity alerts (a {rule_kind}, fleet settings)"))
     return tuple(out)
 
 

@@ -43,6 +43,8 @@ CRD_FILES = (
     # The prerequisites no release of the tree installs (issue 26, F9/F11): Flux's and Cilium's.
     "flux/helm.toolkit.fluxcd.io_helmreleases.yaml", "flux/source.toolkit.fluxcd.io_helmrepositories.yaml",
     "flux/source.toolkit.fluxcd.io_ocirepositories.yaml", "cilium/ciliumnetworkpolicies.yaml",
+    # The capacity rule's kind by default (FleetSettings.rule_kind): a PrometheusRule.
+    "prometheus-operator/monitoring.coreos.com_prometheusrules.yaml",
 )
 
 

@@ -31,6 +31,7 @@ TRAINING_CRDS = (
     "karpenter/karpenter.sh_nodepools.yaml", "karpenter/karpenter.sh_nodeoverlays.yaml",
     "victoriametrics-operator/operator.victoriametrics.com_vmservicescrapes.yaml",
     "external-secrets/external-secrets.io_externalsecrets.yaml",
+    "prometheus-operator/monitoring.coreos.com_prometheusrules.yaml",
 )
 HELMRELEASES = "helmreleases.helm.toolkit.fluxcd.io"
 SERVICEMONITORS = "servicemonitors.monitoring.coreos.com"
@@ -175,3 +176,20 @@ def test_a_cluster_it_cannot_read_says_what_was_not_checked(training, healthy, t
     # The model's side of F5 is still checked without the cluster.
     actions.set_cluster_flavor("training", "h100", capacity=8)
     assert {"cluster/training", "pools/training/h100"} == set(failures(doctor(healthy, tmp_path)[0]))
+
+
+def test_the_capacity_rule_kind_needs_its_crd_on_each_cluster(training, healthy, tmp_path) -> None:
+    """F11: the capacity alerts are a PrometheusRule or a VMRule (fleet settings); each needs its CRD."""
+    from scheduling.fleetops.models import FleetSettings
+
+    fleet = FleetSettings.current()
+    fleet.rule_kind = "VMRule"
+    fleet.save()
+    found = failures(doctor(healthy, tmp_path)[0])
+    assert set(found) == {"prerequisites/training/vmrules.operator.victoriametrics.com",
+                          "prerequisites/default/vmrules.operator.victoriametrics.com"}
+    assert "install VictoriaMetrics operator on cluster training" in found[
+        "prerequisites/training/vmrules.operator.victoriametrics.com"]["fix"]
+    for kube in (training, healthy):
+        crd(kube, "victoriametrics-operator/operator.victoriametrics.com_vmrules.yaml")
+    assert failures(doctor(healthy, tmp_path)[0]) == {}

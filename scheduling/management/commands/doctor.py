@@ -24,6 +24,7 @@ from infra.kube.clusters import from_references
 from scheduling.doctor import diagnose
 from scheduling.doctor_blockers import blocker_checks
 from scheduling.doctor_clusters import Read, Target, cluster_checks
+from scheduling.fleetops.models import FleetSettings
 from scheduling.inputs import load_catalog
 from scheduling.models import Cluster
 from scheduling.models_clusters import DEFAULT_CLUSTER
@@ -61,7 +62,8 @@ class Command(GpufleetCommand):
                 openbao=bool(getattr(settings, "GPUFLEET_OPENBAO_ADDR", "")),
                 bundle=getattr(settings, "GPUFLEET_VCLUSTER_CA_BUNDLE", "")),
                 *cluster_checks(lambda: [Target(specs[c.name], read if c is local else _reader(c), c is local)
-                                         for c in clusters if c.name in specs], external_secrets=bool(store))]
+                                         for c in clusters if c.name in specs], external_secrets=bool(store),
+                               rule_kind=str(FleetSettings.current().rule_kind))]
             findings = diagnose(read, cat, more,
                                 chart_version=settings.GPUFLEET_VCLUSTER_CHART_VERSION,
                 syncer_image=getattr(settings, "GPUFLEET_VCLUSTER_SYNCER_IMAGE", "") or "")
