@@ -33,7 +33,8 @@ class Command(GpufleetCommand):
 
     def handle(self, *args: object, verb: str, **o: object) -> None:
         if verb == "list":
-            run(self, "nodepool list", lambda: [pool_json(p) for p in GpuNodePool.objects.select_related("flavor")])
+            pools = GpuNodePool.objects.select_related("flavor", "cluster")
+            run(self, "nodepool list", lambda: [pool_json(p) for p in pools])
             return
 
         def create() -> dict:
@@ -51,6 +52,6 @@ class Command(GpufleetCommand):
 
 
 def pool_json(pool: GpuNodePool) -> dict:
-    return {"name": pool.name, "flavor": pool.flavor.name, "gpu_limit": pool.gpu_limit,
+    return {"name": pool.name, "flavor": pool.flavor.name, "cluster": pool.cluster.name, "gpu_limit": pool.gpu_limit,
             "consolidation_policy": pool.consolidation_policy, "consolidate_after": pool.consolidate_after,
             "warnings": pool.warnings}
