@@ -75,6 +75,23 @@ CLUSTERS = [
              "trust_levels": ["untrusted"], "metrics_label": "dev", "kubeconfig_secret": "gpufleet-cluster-dev"},
      [("a100-whole", 4)]),
 ]
+GPUS_PER_NODE = 8  # the demo's pools launch 8-GPU instances (GpuNodePool.gpus_per_node's default)
+
+
+def cluster_pool_name(cluster: str, flavor: str) -> str:
+    return f"{cluster}-{flavor}"[:63].rstrip("-")
+
+
+def pool_gpu_limit(flavor: str, units: int) -> int:
+    """Whole GPUs for `units` of the flavor, rounded up to whole nodes: Karpenter counts a launch against
+    `limits` with the instance's full capacity, so a limit below one node's GPUs launches nothing."""
+    from .catalog import units_per_gpu
+
+    row = Flavor.objects.get(name=flavor)
+    gpus = -(-units // max(1, units_per_gpu(row.weight)))
+    return max(1, -(-gpus // GPUS_PER_NODE)) * GPUS_PER_NODE
+
+
 PLACEMENTS = [("vision", "training"), ("nlp-inference", "inference"), ("contractors", "dev")]
 # Quotas on those placements: tenant, cluster, flavor, nominal, borrowing limit.
 CLUSTER_QUOTAS = [("vision", "training", "a100-whole", 8, 4), ("vision", "training", "a100-3g", 6, None),
@@ -98,6 +115,13 @@ def seed_clusters(users: dict[str, Any], tenants: dict[str, Any]) -> None:
         for flavor, units in offers:
             if not ClusterFlavor.objects.filter(cluster__name=name, flavor__name=flavor).exists():
                 actions.set_cluster_flavor(name, flavor, capacity=units)
+    # Every GPU flavor a cluster offers needs a pool there that makes its nodes: a ResourceFlavor without one
+    # admits workloads that stay Pending forever (issue 26, F5; `gpufleet doctor` fails such an offer).
+    for name, _fields, offers in CLUSTERS:
+        for flavor, units in offers:
+            pool = cluster_pool_name(name, flavor)
+            if not GpuNodePool.objects.filter(name=pool).exists():
+                actions.create_node_pool(pool, flavor=flavor, gpu_limit=pool_gpu_limit(flavor, units), cluster=name)
     for slug, cluster in PLACEMENTS:
         tenant = tenants[slug]
         if not Placement.objects.filter(tenant=tenant, cluster__name=cluster).exists():

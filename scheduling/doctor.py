@@ -54,23 +54,25 @@ def _fail(check: str, detail: str, fix: str) -> Finding:
     return Finding(check, False, detail, fix)
 
 
+def check_crd(read: Read, check: str, name: str, version: str, *, missing: str, install: str, upgrade: str,
+              ok: str = "") -> Finding:
+    """One CRD that must serve `version`: `missing` is the detail when it is absent (fix `install`), `upgrade` the
+    fix when it serves other versions."""
+    crd = read(CRD_PATH + name)
+    if crd is None:
+        return _fail(check, missing, install)
+    served = [v["name"] for v in (crd.get("spec") or {}).get("versions", []) if v.get("served")]
+    if version not in served:
+        return _fail(check, f"{name} serves {', '.join(served) or 'nothing'}, the platform needs {version}", upgrade)
+    return _ok(check, f"{name} serves {version}{ok}")
+
+
 def check_crds(read: Read) -> list[Finding]:
-    out = []
-    for component in (*COMPONENTS, KARPENTER, VM_OPERATOR):
-        for name, version in component.crds:
-            crd = read(CRD_PATH + name)
-            check = f"crd/{name}"
-            if crd is None:
-                out.append(_fail(check, f"{name} is not installed ({component.name} {component.supported})",
-                                 f"install {component.name} {component.version} (gpufleet render --platform)"))
-                continue
-            served = [v["name"] for v in crd.get("spec", {}).get("versions", []) if v.get("served")]
-            if version not in served:
-                out.append(_fail(check, f"{name} serves {', '.join(served) or 'nothing'}, the platform needs "
-                                        f"{version}", f"upgrade {component.name} to {component.supported}"))
-            else:
-                out.append(_ok(check, f"{name} serves {version}"))
-    return out
+    return [check_crd(read, f"crd/{name}", name, version,
+                      missing=f"{name} is not installed ({component.name} {component.supported})",
+                      install=f"install {component.name} {component.version} (gpufleet render --platform)",
+                      upgrade=f"upgrade {component.name} to {component.supported}")
+            for component in (*COMPONENTS, KARPENTER, VM_OPERATOR) for name, version in component.crds]
 
 
 def check_kueue_config(read: Read, cat: Catalog) -> list[Finding]:
@@ -186,18 +188,13 @@ def check_node_class(read: Read, pool: dict[str, Any], check: str) -> list[Findi
 
 
 def check_node_overlay(read: Read) -> Finding:
+    """The CRD; whether Karpenter runs with the NodeOverlay gate is checked per cluster
+    (scheduling.doctor_clusters.check_node_overlay_gate, issue 26 F4)."""
     check = "karpenter/nodeoverlay"
     if read(CRD_PATH + "nodeoverlays.karpenter.sh") is None:
         return _fail(check, "MIG/HAMi pools need NodeOverlays (capacity Karpenter cannot know) but the CRD is absent",
                      "install Karpenter >= 1.7 with settings.featureGates.nodeOverlay=true")
-    deployment = read("/apis/apps/v1/namespaces/karpenter/deployments/karpenter")
-    env = [e for c in ((deployment or {}).get("spec", {}).get("template", {}).get("spec", {})
-                       .get("containers", [])) for e in c.get("env", [])]
-    gates = next((e.get("value", "") for e in env if e.get("name") == "FEATURE_GATES"), None)
-    if gates is not None and "NodeOverlay=true" not in gates:
-        return _fail(check, f"FEATURE_GATES={gates!r}: NodeOverlays are ignored",
-                     "set settings.featureGates.nodeOverlay=true in Karpenter's chart values")
-    return _ok(check, "NodeOverlay CRD present" + ("" if gates is not None else " (feature gates not readable)"))
+    return _ok(check, "NodeOverlay CRD present")
 
 
 def check_topology_labels(read: Read, cat: Catalog) -> list[Finding]:

@@ -109,6 +109,9 @@ class Catalog:
     cpu_pool_limit: int = 16
     # Where the platform's metrics scraper runs (GPUFLEET_MONITORING_NAMESPACE): Kueue's chart lets it scrape.
     monitoring_namespace: str = "monitoring"
+    # The clusters serve prometheus-operator's CRDs (GPUFLEET_PROMETHEUS_OPERATOR): Kueue's chart then renders
+    # its ServiceMonitor. Off by default: nothing the platform requires installs them (issue 26, F11).
+    prometheus_operator: bool = False
     # Where inference endpoints download models from (GPUFLEET_MODEL_HUB_FQDNS): their only egress.
     model_hub_fqdns: tuple[str, ...] = ("huggingface.co", "**.huggingface.co", "**.hf.co")
     # OpenBao for the endpoints' Hugging Face token (External Secrets' vault provider); "" = not configured.
@@ -259,6 +262,7 @@ def _catalog_settings() -> dict[str, Any]:
         "cpu_node_class": settings.GPUFLEET_CPU_POOL_NODE_CLASS,
         "cpu_pool_limit": settings.GPUFLEET_CPU_POOL_CPU_LIMIT,
         "monitoring_namespace": settings.GPUFLEET_MONITORING_NAMESPACE,
+        "prometheus_operator": getattr(settings, "GPUFLEET_PROMETHEUS_OPERATOR", False),
         "model_hub_fqdns": tuple(settings.GPUFLEET_MODEL_HUB_FQDNS),
         "openbao_addr": settings.GPUFLEET_OPENBAO_ADDR,
         "openbao_mount": settings.GPUFLEET_OPENBAO_MOUNT,

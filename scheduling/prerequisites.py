@@ -80,6 +80,54 @@ VM_OPERATOR = Component("victoriametrics-operator", "monitoring", "victoria-metr
                         "scrapes the serving pods whose vLLM metrics drive KEDA")
 
 
+@dataclass(frozen=True)
+class Prerequisite:
+    """A CRD the tree renders objects of (or a chart of the tree needs) that no HelmRelease of the tree installs:
+    the operator installs it on every host cluster first. `gpufleet doctor` checks each on every cluster it can
+    read (scheduling.doctor_clusters); docs/operator-guide.md lists them."""
+
+    component: str
+    crd: str
+    version: str  # the API version that must be served
+    why: str
+
+
+# The capacity rule's kind (FleetSettings.rule_kind, scheduling.fleetops.queues.RULE_KINDS) -> its CRD.
+RULE_CRDS = {"PrometheusRule": ("prometheus-operator CRDs", "prometheusrules.monitoring.coreos.com", "v1"),
+             "VMRule": ("VictoriaMetrics operator", "vmrules.operator.victoriametrics.com", "v1beta1")}
+
+
+def cluster_prerequisites(cat: Catalog, *, external_secrets: bool, rule_kind: str = "") -> tuple[Prerequisite, ...]:
+    """What one host cluster with catalog `cat` needs installed before its tree is applied."""
+    out = [
+        # Both sync paths (Flux and Argo CD) push the controllers stage as HelmReleases and their sources
+        # (issue 26, F9): Flux's source-controller and helm-controller run on every cluster.
+        Prerequisite("Flux helm-controller", "helmreleases.helm.toolkit.fluxcd.io", "v2",
+                     "the controllers stage and each tenant's vCluster are HelmReleases"),
+        Prerequisite("Flux source-controller", "helmrepositories.source.toolkit.fluxcd.io", "v1",
+                     "the HelmReleases' chart sources"),
+        Prerequisite("Flux source-controller", "ocirepositories.source.toolkit.fluxcd.io", "v1",
+                     "the HelmReleases' OCI chart sources"),
+        Prerequisite("Karpenter", "nodepools.karpenter.sh", "v1", "GPU node pools and dedicated tenants' pools"),
+        Prerequisite("Cilium", "ciliumnetworkpolicies.cilium.io", "v2", "tenant isolation and endpoint egress"),
+        Prerequisite("VictoriaMetrics operator", "vmservicescrapes.operator.victoriametrics.com", "v1beta1",
+                     "scrapes the serving pods whose vLLM metrics drive KEDA"),
+    ]
+    if any(nodepools.overlay_capacity(p) for p in cat.node_pools):
+        out.append(Prerequisite("Karpenter (feature gate NodeOverlay=true)", "nodeoverlays.karpenter.sh",
+                                "v1alpha1", "MIG slices / HAMi shares of the pools' nodes"))
+    if external_secrets:
+        out.append(Prerequisite("External Secrets Operator", "externalsecrets.external-secrets.io", "v1",
+                                "each vCluster's serving CA (and gated models' tokens) from OpenBao"))
+    if cat.prometheus_operator:
+        out.append(Prerequisite("prometheus-operator CRDs", "servicemonitors.monitoring.coreos.com", "v1",
+                                "Kueue's chart renders a ServiceMonitor (GPUFLEET_PROMETHEUS_OPERATOR=true)"))
+    if rule_kind in RULE_CRDS:
+        component, crd, version = RULE_CRDS[rule_kind]
+        out.append(Prerequisite(component, crd, version, f"the capacity alerts (a {rule_kind}, fleet settings)"))
+    return tuple(out)
+
+
 def kueue_configuration(cat: Catalog) -> dict[str, Any]:
     """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2, apis/config/v1beta2/configuration_types.go
     at v0.19.2), passed whole as the chart's managerConfig.controllerManagerConfigYaml."""
@@ -125,7 +173,11 @@ def values_of(component: Component, cat: Catalog) -> dict[str, Any]:
             # the chart then renders a ServiceMonitor for its metrics Service and lets the scraper's
             # namespace read the endpoints (templates/prometheus/monitor.yaml, role.yaml). The
             # VictoriaMetrics operator converts ServiceMonitors into VMServiceScrapes.
-            "enablePrometheus": True,
+            # The chart's ServiceMonitor is a monitoring.coreos.com object: rendered only when the operator says
+            # the cluster serves that CRD (GPUFLEET_PROMETHEUS_OPERATOR, off by default: no prerequisite the
+            # platform requires installs it, and Flux/Argo CD would fail the whole controllers stage on it;
+            # issue 26, F11). `gpufleet doctor` checks the CRD when it is on.
+            "enablePrometheus": cat.prometheus_operator,
             "metrics": {"prometheusNamespace": cat.monitoring_namespace},
         }
     if component.name == "hami":

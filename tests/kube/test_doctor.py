@@ -40,6 +40,11 @@ CRD_FILES = (
     "karpenter/karpenter.sh_nodeoverlays.yaml",
     "victoriametrics-operator/operator.victoriametrics.com_vmservicescrapes.yaml",
     "external-secrets/external-secrets.io_externalsecrets.yaml",
+    # The prerequisites no release of the tree installs (issue 26, F9/F11): Flux's and Cilium's.
+    "flux/helm.toolkit.fluxcd.io_helmreleases.yaml", "flux/source.toolkit.fluxcd.io_helmrepositories.yaml",
+    "flux/source.toolkit.fluxcd.io_ocirepositories.yaml", "cilium/ciliumnetworkpolicies.yaml",
+    # The capacity rule's kind by default (FleetSettings.rule_kind): a PrometheusRule.
+    "prometheus-operator/monitoring.coreos.com_prometheusrules.yaml",
 )
 
 
@@ -351,8 +356,10 @@ def test_a_cluster_without_delivery_credentials_is_a_failure(healthy, tmp_path) 
 
     Cluster.objects.create(name="edge", kube_api="https://edge.example:6443")
     found = failures(doctor(healthy, tmp_path)[0])
-    assert set(found) == {"delivery/flux"}
+    # ... and the doctor cannot read it either (issue 26, F4/F9/F11 checks per cluster).
+    assert set(found) == {"delivery/flux", "cluster/edge"}
     assert "cluster edge: it has an API URL but no kubeconfig_secret" in found["delivery/flux"]["detail"]
+    assert found["cluster/edge"]["detail"].startswith("cannot check cluster edge: no way to read it")
 
 
 def test_crds_of_the_platform_releases_not_established_are_a_failure(healthy, tmp_path) -> None:

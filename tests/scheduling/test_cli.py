@@ -105,3 +105,19 @@ def test_sla_tiers_are_data_and_rerender_endpoints() -> None:
     json.loads(cli("endpoint", "tier", "overnight", "--min-replicas", "0", "--cooldown-seconds", "7200",
                    "--prewarm-start", "0 22 * * *", "--prewarm-end", "0 6 * * *"))
     assert SlaTier.objects.filter(name="overnight").exists()
+
+
+def test_nodepool_create_on_a_cluster() -> None:
+    """Issue 26, F5: the doctor's fix for a flavor offered without a pool names the cluster."""
+    from scheduling import cluster_actions
+
+    cli("gpu-model", "create", "h100", "--dcgm-name", "NVIDIA H100 80GB HBM3", "--memory-mib", "81559")
+    cli("flavor", "create", "h100", "--gpu-model", "h100", "--mode", "whole", "--capacity", "8")
+    cluster_actions.create_cluster("training", kubeconfig_secret="gpufleet-cluster-training")
+    pool = json.loads(cli("nodepool", "create", "training-h100", "--flavor", "h100", "--gpu-limit", "8",
+                          "--cluster", "training"))
+    assert pool["cluster"] == "training"
+    assert json.loads(cli("nodepool", "create", "h100", "--flavor", "h100", "--gpu-limit", "8"))["cluster"] == (
+        "default")
+    with pytest.raises(CommandError, match="cluster: unknown cluster 'nowhere'"):
+        cli("nodepool", "create", "x", "--flavor", "h100", "--gpu-limit", "8", "--cluster", "nowhere")

@@ -47,7 +47,7 @@ def test_demo_has_a_pool_for_every_flavor_hami_included(eager_tasks) -> None:
     from scheduling.nodepools import HAMI_NODE_SELECTOR, pool_labels
 
     call_command("demo", stdout=StringIO())
-    pools = dict(GpuNodePool.objects.values_list("name", "flavor__mode"))
+    pools = dict(GpuNodePool.objects.filter(cluster__name="default").values_list("name", "flavor__mode"))
     assert pools == {"a100-pool": "whole", "a100-mig-pool": "mig", "a100-hami-pool": "hami"}
     cat = load_catalog()["scheduling"]
     hami = next(p for p in cat.node_pools if p.name == "a100-hami-pool")
@@ -63,3 +63,29 @@ def test_the_demo_fleet_can_be_delivered_each_tree_to_its_own_cluster(eager_task
     for cluster in ("dev", "inference", "training"):  # Flux: the kubeConfig Secret; Argo CD: the cluster's name
         expected = f"gpufleet-cluster-{cluster}" if tool == "flux" else f"destination:\n        name: {cluster}"
         assert expected in out.getvalue()
+
+
+def test_every_gpu_flavor_on_every_demo_cluster_has_a_pool_there(eager_tasks) -> None:
+    """Issue 26, F5: training, inference and dev offered GPU flavors with no NodePool (the demo seeded pools on
+    `default` only), so Kueue admitted work no node would ever run. The doctor's check passes on the demo now."""
+    from scheduling.doctor_clusters import check_flavor_pools
+    from scheduling.inputs import load_catalog
+    from scheduling.models import GpuNodePool
+
+    call_command("demo", stdout=StringIO())
+    pools = set(GpuNodePool.objects.values_list("cluster__name", "flavor__name", "flavor__mode", "gpu_limit"))
+    call_command("demo", stdout=StringIO())
+    assert pools == set(GpuNodePool.objects.values_list("cluster__name", "flavor__name", "flavor__mode", "gpu_limit"))
+    offered = set(ClusterFlavor.objects.values_list("cluster__name", "flavor__name"))
+    assert {("training", "a100-whole"), ("training", "a100-3g"), ("inference", "a100-hami-25"),
+            ("dev", "a100-whole")} <= offered
+    assert offered <= {(cluster, flavor) for cluster, flavor, _, _ in pools}
+    # Whole nodes of 8 GPUs: 16 whole, 14 x 3g (2 a GPU -> 7 GPUs), 16 quarter shares (4 GPUs), 8 and 4 whole.
+    assert {(c, f, limit) for c, f, _, limit in pools if c != "default"} == {
+        ("training", "a100-whole", 16), ("training", "a100-3g", 8), ("inference", "a100-whole", 8),
+        ("inference", "a100-hami-25", 8), ("dev", "a100-whole", 8)}
+    clusters = load_catalog()["clusters"]
+    assert {spec.name for spec in clusters} == {"default", "training", "inference", "dev"}
+    for spec in clusters:
+        findings = check_flavor_pools(spec, None)
+        assert findings and all(f.ok for f in findings), [f.detail for f in findings if not f.ok]

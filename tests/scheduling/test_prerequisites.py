@@ -158,7 +158,25 @@ def test_kueue_is_scraped_and_reports_cluster_queue_usage(settings) -> None:
     false`) and usage is reported only with metrics.enableClusterQueueResources
     (apis/config/v1beta2/configuration_types.go:182-185)."""
     settings.GPUFLEET_MONITORING_NAMESPACE = "observability"
+    settings.GPUFLEET_PROMETHEUS_OPERATOR = True
     values = releases()["kueue"]["spec"]["values"]
     assert values["enablePrometheus"] is True
     assert values["metrics"]["prometheusNamespace"] == "observability"
     assert kueue_config()["metrics"]["enableClusterQueueResources"] is True
+
+
+def test_kueue_renders_no_service_monitor_unless_the_clusters_serve_its_crd(settings) -> None:
+    """Issue 26, F11: `enablePrometheus` makes Kueue's chart render a monitoring.coreos.com ServiceMonitor
+    (charts/kueue/templates/prometheus/monitor.yaml @v0.19.2); no prerequisite the platform requires installs that
+    CRD, so it is off unless GPUFLEET_PROMETHEUS_OPERATOR says the clusters serve it."""
+    from scheduling.inputs import Catalog
+    from scheduling.prerequisites import cluster_prerequisites
+
+    assert settings.GPUFLEET_PROMETHEUS_OPERATOR is False
+    assert releases()["kueue"]["spec"]["values"]["enablePrometheus"] is False
+    assert "servicemonitors.monitoring.coreos.com" not in {
+        p.crd for p in cluster_prerequisites(Catalog(), external_secrets=True)}
+    settings.GPUFLEET_PROMETHEUS_OPERATOR = True
+    assert releases()["kueue"]["spec"]["values"]["enablePrometheus"] is True
+    assert "servicemonitors.monitoring.coreos.com" in {
+        p.crd for p in cluster_prerequisites(Catalog(prometheus_operator=True), external_secrets=True)}

@@ -320,6 +320,10 @@ GPUFLEET_INGRESS_LABELS = dict(
 GPUFLEET_HUBBLE_TIMEOUT_SECONDS = float(env("GPUFLEET_HUBBLE_TIMEOUT_SECONDS", "10") or 10)
 # Namespace of the metrics scraper allowed into tenant namespaces (vLLM metrics for KEDA, DCGM).
 GPUFLEET_MONITORING_NAMESPACE = env("GPUFLEET_MONITORING_NAMESPACE", "monitoring")
+# The host clusters serve prometheus-operator's CRDs (ServiceMonitor): Kueue's chart then renders its
+# ServiceMonitor (enablePrometheus). Off by default: no prerequisite the platform requires installs those CRDs,
+# and an object whose CRD is absent fails the whole controllers stage (issue 26, F11; docs/operator-guide.md).
+GPUFLEET_PROMETHEUS_OPERATOR = env_bool("GPUFLEET_PROMETHEUS_OPERATOR", False)
 
 # --- Scheduling (Kueue, KAI, KEDA, Karpenter) ------------------------------------------------------
 # Prometheus-compatible query endpoint (VictoriaMetrics) that KEDA's triggers and billing read.

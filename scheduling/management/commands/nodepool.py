@@ -23,6 +23,7 @@ class Command(GpufleetCommand):
         create.add_argument("--instance-type", action="append", default=None)
         create.add_argument("--capacity-type", action="append", default=None)
         create.add_argument("--node-class", default="gpu")
+        create.add_argument("--cluster", default=None, help="host cluster whose Karpenter runs it (default: default)")
         create.add_argument("--gpus-per-node", default=8, help="GPUs per node of the instance types (default 8)")
         create.add_argument("--consolidation-policy", default=None)
         create.add_argument("--consolidate-after", default="1h")
@@ -32,7 +33,8 @@ class Command(GpufleetCommand):
 
     def handle(self, *args: object, verb: str, **o: object) -> None:
         if verb == "list":
-            run(self, "nodepool list", lambda: [pool_json(p) for p in GpuNodePool.objects.select_related("flavor")])
+            pools = GpuNodePool.objects.select_related("flavor", "cluster")
+            run(self, "nodepool list", lambda: [pool_json(p) for p in pools])
             return
 
         def create() -> dict:
@@ -40,7 +42,8 @@ class Command(GpufleetCommand):
                 o["name"], flavor=o["flavor"], gpu_limit=o["gpu_limit"], instance_types=o["instance_type"],
                 capacity_types=o["capacity_type"], node_class=str(o["node_class"]),
                 consolidation_policy=o["consolidation_policy"], consolidate_after=o["consolidate_after"],
-                allow_underutilized=bool(o["allow_underutilized"]), gpus_per_node=o["gpus_per_node"])
+                allow_underutilized=bool(o["allow_underutilized"]), gpus_per_node=o["gpus_per_node"],
+                cluster=o["cluster"])
             for warning in pool.warnings:
                 self.stderr.write(f"WARNING: {warning}")
             return pool_json(pool)
@@ -49,6 +52,6 @@ class Command(GpufleetCommand):
 
 
 def pool_json(pool: GpuNodePool) -> dict:
-    return {"name": pool.name, "flavor": pool.flavor.name, "gpu_limit": pool.gpu_limit,
+    return {"name": pool.name, "flavor": pool.flavor.name, "cluster": pool.cluster.name, "gpu_limit": pool.gpu_limit,
             "consolidation_policy": pool.consolidation_policy, "consolidate_after": pool.consolidate_after,
             "warnings": pool.warnings}
