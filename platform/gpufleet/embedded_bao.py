@@ -111,14 +111,14 @@ def ensure(data_dir: Path, *, mount: str = "gpufleet", kubernetes_auth: str = "k
 
 
 def _call(addr: str, method: str, path: str, body: dict[str, Any] | None = None, token: str = "",
-          ok: tuple[int, ...] = (200, 204)) -> dict[str, Any]:
+          ok: tuple[int, ...] = (200, 204), timeout: float = 30.0) -> dict[str, Any]:
     """One HTTP API call; the JSON answer ({} when empty). Statuses outside `ok` raise EmbeddedBaoError."""
     # urllib, not infra/http.py's session: this runs while settings load, against our own loopback server only.
     request = urllib.request.Request(f"{addr}/v1/{path}", method=method,  # noqa: S310 - http://127.0.0.1 only
                                      data=json.dumps(body).encode() if body is not None else None,
                                      headers={"X-Vault-Token": token} if token else {})
     try:
-        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 - our own loopback server
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - our own loopback server
             status, raw = response.status, response.read()
     except urllib.error.HTTPError as exc:
         status, raw = exc.code, exc.read()
@@ -202,7 +202,8 @@ def _start(bao: Path, data_dir: Path) -> EmbeddedBao:
     health = _wait(server, lambda h: h is not None)
     keys = _keys(data_dir)
     if not health.get("initialized"):
-        keys = _call(addr, "POST", "sys/init", {"secret_shares": 1, "secret_threshold": 1})
+        # Generates the keys and writes the first raft entries: seconds on a busy machine, hence the long wait.
+        keys = _call(addr, "POST", "sys/init", {"secret_shares": 1, "secret_threshold": 1}, timeout=START_TIMEOUT)
         path = data_dir / KEYS_FILE
         # Created 0600 before any byte is written: the root token is never readable by others.
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -212,7 +213,7 @@ def _start(bao: Path, data_dir: Path) -> EmbeddedBao:
         server.stop()
         raise EmbeddedBaoError(f"the embedded OpenBao in {data_dir} is initialised but {KEYS_FILE} is missing: "
                                f"remove {data_dir} to start over (its secrets are lost)")
-    _call(addr, "POST", "sys/unseal", {"key": keys["keys_base64"][0]})
+    _call(addr, "POST", "sys/unseal", {"key": keys["keys_base64"][0]}, timeout=START_TIMEOUT)
     _wait(server, lambda h: h is not None and not h.get("sealed", True) and not h.get("standby", False))
     server.token = keys["root_token"]
     (data_dir / STATE_FILE).write_text(json.dumps({"pid": process.pid, "addr": addr}))
