@@ -23,7 +23,7 @@ $(DEMO_STAMP): pyproject.toml
 install: $(STAMP)
 
 # `make demo PORT=8100` serves on another port (the sign-in hint it prints follows), with data of its own
-# (var/port-8100: its embedded PostgreSQL and GitOps repository), so two demos never share or break data.
+# (var/port-8100: its embedded PostgreSQL, OpenBao and GitOps repository), so two demos never share or break data.
 PORT ?= 8000
 DEMO_VAR = $(if $(filter 8000,$(PORT)),var,var/port-$(PORT))
 

@@ -671,9 +671,17 @@ def check_triggers(triggers: Any, errors: Errors) -> None:
 
 
 def create_endpoint(tenant: Tenant, name: Any, *, model: Any, tier: Any, deployment: Any = None,
-                    queue_target: Any = None, kv_cache_target: Any = None, triggers: Any = None) -> InferenceEndpoint:
+                    queue_target: Any = None, kv_cache_target: Any = None, triggers: Any = None,
+                    gated: Any = False) -> InferenceEndpoint:
     defaults.ensure_rows()
     errors: Errors = {}
+    if not isinstance(gated, bool):
+        errors["gated"] = ["must be true or false"]
+    elif gated and not settings.GPUFLEET_OPENBAO_ADDR:
+        # Issue 26, F6: the token comes only from the tenant's OpenBao path; without a store the pod could never
+        # download the model, so refuse now rather than render a Deployment that waits forever.
+        errors["gated"] = ["a gated model needs the tenant's Hugging Face token from a secret store, and none is "
+                           "configured (GPUFLEET_OPENBAO_ADDR): configure OpenBao, or serve a public model"]
     validation.name(name, "name", errors, max_length=50)
     if (not isinstance(model, str) or not model.strip() or len(model) > 200 or not model.isprintable()
             or any(c in model for c in '"\\{}')):
@@ -698,7 +706,7 @@ def create_endpoint(tenant: Tenant, name: Any, *, model: Any, tier: Any, deploym
         tenant = _writable(tenant)
         endpoint = InferenceEndpoint.objects.create(
             tenant=tenant, name=name, model=model.strip(), deployment=deployment, tier=tier_row,
-            queue_target=target or 5, kv_cache_target=kv,
+            queue_target=target or 5, kv_cache_target=kv, gated=gated,
         )
         _bump(tenant)
         record("endpoint.create", endpoint, after=endpoint_snapshot(endpoint), tenant_slug=tenant.slug)
@@ -709,7 +717,7 @@ def create_endpoint(tenant: Tenant, name: Any, *, model: Any, tier: Any, deploym
 def endpoint_snapshot(endpoint: InferenceEndpoint) -> dict[str, Any]:
     return {"name": endpoint.name, "model": endpoint.model, "deployment": endpoint.deployment,
             "tier": endpoint.tier.name, "queue_target": endpoint.queue_target,
-            "kv_cache_target": str(endpoint.kv_cache_target)}
+            "kv_cache_target": str(endpoint.kv_cache_target), "gated": endpoint.gated}
 
 
 def delete_endpoint(endpoint: InferenceEndpoint) -> None:

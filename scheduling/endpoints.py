@@ -49,8 +49,10 @@ HOME_DIR = "/home/vllm"
 RUN_AS_NAME = "vllm"
 CACHE_DIR = "/cache"
 # The tenant's Hugging Face token: a file huggingface_hub reads through HF_TOKEN_PATH (gated models). The
-# Secret is written by External Secrets from the tenant's own OpenBao path (hf_token_objects), and mounted
-# optional: public models need no token, and a tenant without one still serves.
+# Secret is written by External Secrets from the tenant's own OpenBao path (hf_token_objects), rendered whenever
+# a store (OpenBao) is configured. Mounted optional for public models (a tenant without a token still serves);
+# required for a gated one (issue 26, F6): its pod waits for the token instead of failing the download, and
+# such an endpoint is refused when there is no store (scheduling.actions.create_endpoint).
 HF_TOKEN_SECRET = "gpufleet-hf-token"
 HF_TOKEN_KEY = "token"
 HF_TOKEN_DIR = "/var/run/secrets/huggingface"
@@ -147,7 +149,7 @@ def serving_deployment(meta: dict[str, Any], endpoint: EndpointSpec, image: str,
                                 {"name": "cache", "emptyDir": {}},
                                 {"name": "tmp", "emptyDir": {}},
                                 {"name": "hf-token", "secret": {
-                                    "secretName": HF_TOKEN_SECRET, "optional": True,
+                                    "secretName": HF_TOKEN_SECRET, "optional": not endpoint.gated,
                                     "items": [{"key": HF_TOKEN_KEY, "path": HF_TOKEN_KEY}]}},
                                 {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}}],
                 },

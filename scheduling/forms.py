@@ -46,6 +46,9 @@ class EndpointForm(forms.Form):
                                        "for business hours; batch accepts cold starts.")
     deployment = forms.CharField(max_length=63, required=False, label="Deployment",
                                  help_text="The vLLM Deployment to scale. Empty: same as the name.")
+    gated = forms.BooleanField(required=False, label="Gated model",
+                               help_text="The model is gated on Hugging Face: serving needs the tenant's token "
+                                         "(kept in OpenBao, tenants/<slug>/huggingface, key token).")
 
     def __init__(self, *args, tiers: list[tuple[str, str]], **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)

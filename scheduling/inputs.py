@@ -161,6 +161,7 @@ class EndpointSpec:
     prewarm_replicas: int
     queue_target: int
     kv_cache_target: Decimal
+    gated: bool = False  # needs the tenant's Hugging Face token (scheduling.endpoints: required, not optional)
 
 
 @dataclass(frozen=True)
@@ -381,7 +382,7 @@ def endpoint_spec(e: Any) -> EndpointSpec:
     return EndpointSpec(
         e.name, e.model, e.deployment, e.tier.name, e.tier.min_replicas, e.tier.max_replicas,
         e.tier.cooldown_seconds, e.tier.polling_seconds, e.tier.prewarm_start, e.tier.prewarm_end,
-        e.tier.prewarm_replicas, e.queue_target, e.kv_cache_target,
+        e.tier.prewarm_replicas, e.queue_target, e.kv_cache_target, e.gated,
     )
 
 

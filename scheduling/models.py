@@ -366,6 +366,10 @@ class InferenceEndpoint(models.Model):
     # Scale out when this many requests wait per replica, or the KV cache is this full (0-1).
     queue_target = models.PositiveIntegerField(default=5)
     kv_cache_target = models.DecimalField(max_digits=4, decimal_places=3, default=Decimal("0.800"))
+    # Issue 26, F6: a gated Hugging Face model cannot be downloaded without the tenant's token, so its pods
+    # mount the token Secret as required (they wait for it) and the endpoint needs a secret store to exist.
+    gated = models.BooleanField(default=False, help_text="the model is gated: serving needs the tenant's "
+                                                         "Hugging Face token from OpenBao")
     created = models.DateTimeField(auto_now_add=True)
 
     objects = ScopedQuerySet.as_manager()

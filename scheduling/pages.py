@@ -73,7 +73,7 @@ def tenant_gpu(request: HttpRequest, slug: str) -> HttpResponse:
             data = endpoint_form.cleaned_data
             try:
                 actions.create_endpoint(tenant, data["name"], model=data["model"], tier=data["tier"],
-                                        deployment=data["deployment"] or None)
+                                        deployment=data["deployment"] or None, gated=data["gated"])
             except ActionError as exc:
                 add_action_errors(endpoint_form, exc)
             else:

@@ -132,3 +132,13 @@ def test_https_only_behind_the_ingress():
     assert status == "200"
     assert hsts == "max-age=31536000; includeSubDomains"
     assert "script-src 'self'" in csp and "form-action 'self' https://idp.example.com" in csp
+
+
+def test_production_never_hands_out_a_ca_less_kubeconfig() -> None:
+    """Issue 26, F2: the refusal cannot be turned off, and the CA store cannot be emptied from the environment
+    (the refusal itself: tests/isolation/test_vcluster_ca.py)."""
+    pinned = run("import django; django.setup(); from django.conf import settings; "
+                 "print(settings.GPUFLEET_KUBECONFIG_REQUIRE_CA, settings.GPUFLEET_VCLUSTER_CA_STORE)",
+                 {**BASE_ENV, "GPUFLEET_KUBECONFIG_REQUIRE_CA": "0", "GPUFLEET_VCLUSTER_CA_STORE": ""})
+    assert pinned.returncode == 0, pinned.stderr
+    assert pinned.stdout.split() == ["True", "gpufleet-openbao"]

@@ -60,11 +60,12 @@ def main(argv: list[str] | None = None) -> None:
     from django.core.exceptions import ImproperlyConfigured
     from django.core.management import call_command, execute_from_command_line
 
+    from gpufleet.embedded_bao import EmbeddedBaoError
     from gpufleet.embedded_db import EmbeddedDatabaseError
 
     try:
         django.setup()
-    except (ImproperlyConfigured, EmbeddedDatabaseError) as exc:  # a setting to fix: one line, no traceback
+    except (ImproperlyConfigured, EmbeddedDatabaseError, EmbeddedBaoError) as exc:  # one line, no traceback
         sys.stderr.write(f"gpufleet: {exc}\n")
         sys.exit(2)
     quiet_logs()

@@ -107,7 +107,7 @@ def ensure(data_dir: Path, *, durable: bool = True) -> EmbeddedPostgres:
     if data_dir in _servers:
         return _servers[data_dir]
     data_dir.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(data_dir.parent / f".{data_dir.name}.lock"):
+    with locked(data_dir.parent / f".{data_dir.name}.lock"):
         running = _running(data_dir)
         if running is not None:
             server = EmbeddedPostgres(data_dir, running)
@@ -142,8 +142,9 @@ def answers(url: str, timeout: float = 3.0) -> bool:
 
 
 @contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """Serialises processes starting the same server (the demo and a command typed in its first second)."""
+def locked(path: Path) -> Iterator[None]:
+    """Serialises processes starting the same server (the demo and a command typed in its first second).
+    Also used by gpufleet/embedded_bao.py."""
     with open(path, "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
@@ -218,8 +219,14 @@ def _child_setup(user: pwd.struct_passwd | None) -> None:
         os.setgroups([])
         os.setgid(user.pw_gid)
         os.setuid(user.pw_uid)
+    parent_death_signal(signal.SIGINT)
+
+
+def parent_death_signal(sig: signal.Signals) -> None:
+    """In a forked child before exec: the kernel sends `sig` to it when its parent dies (Linux; elsewhere the
+    owner's atexit is all there is). Also used by gpufleet/embedded_bao.py."""
     if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGINT)
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, sig)
 
 
 def _start(data_dir: Path, *, durable: bool) -> EmbeddedPostgres:

@@ -124,7 +124,7 @@ class EndpointSerializer(serializers.ModelSerializer):
     class Meta:
         model = InferenceEndpoint
         fields = ["id", "tenant", "name", "model", "deployment", "tier", "queue_target", "kv_cache_target",
-                  "created"]
+                  "gated", "created"]
         read_only_fields = fields
 
 
@@ -137,6 +137,9 @@ class EndpointCreateSerializer(StrictSerializer):
     queue_target = documented(serializers.JSONField, QUEUE_TARGET_SCHEMA, required=False)
     kv_cache_target = documented(serializers.JSONField, KV_CACHE_SCHEMA, required=False)
     triggers = serializers.JSONField(required=False)
+    # JSON, checked by the action: a 400 naming `gated` for a non-boolean, and for a gated model without a store.
+    gated = serializers.JSONField(required=False, help_text="the model is gated on Hugging Face: the tenant's "
+                                                            "token (from OpenBao) is required")
 
 
 class CohortSerializer(serializers.ModelSerializer):

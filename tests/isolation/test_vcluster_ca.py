@@ -246,3 +246,49 @@ def test_every_placements_vcluster_gets_the_tenant_ca_and_its_context_verifies(o
             done = kubectl_version(one, port, tmp_path)
         assert done.returncode == 0, done.stderr
     assert len(hosts) == 2  # two vClusters, two routed names, one tenant CA
+
+
+# --- F2: outside the demo, no kubeconfig without its CA ------------------------------------------------------
+
+
+@pytest.fixture
+def require_ca(settings) -> None:
+    """What every profile but the test one has (base default on; production pins it)."""
+    settings.GPUFLEET_KUBECONFIG_REQUIRE_CA = True
+    settings.OIDC_OP_ISSUER = "https://login.gpufleet.test"
+    settings.GPUFLEET_VCLUSTER_CA_BUNDLE = ""
+
+
+def test_without_the_openbao_ca_store_the_kubeconfig_is_refused_naming_the_setting(api, settings, require_ca) -> None:
+    from django.core.management import CommandError, call_command
+
+    settings.GPUFLEET_OPENBAO_ADDR = ""
+    alice = factories.user("alice")
+    tenant = factories.tenant("ca-none", "standard", owner=alice, phase=Phase.READY)
+    api.force_authenticate(alice)
+    response = api.get(f"/api/v1/tenants/{tenant.pk}/kubeconfig/")
+    assert response.status_code == 409, response.content
+    reason = response.json()["errors"][0]["reason"]
+    assert "GPUFLEET_OPENBAO_ADDR is not set" in reason and "OpenBao CA store" in reason
+    assert "certificate-authority" not in response.content.decode()
+    with pytest.raises(CommandError, match="GPUFLEET_OPENBAO_ADDR"):
+        call_command("kubeconfig", "--tenant", "ca-none")
+    settings.GPUFLEET_VCLUSTER_CA_STORE = ""
+    response = api.get(f"/api/v1/tenants/{tenant.pk}/kubeconfig/")
+    assert response.status_code == 409 and "GPUFLEET_VCLUSTER_CA_STORE is empty" in str(response.json())
+
+
+def test_a_ca_not_issued_yet_is_refused_and_an_operator_bundle_is_accepted(openbao, settings, require_ca,
+                                                                         tmp_path: Path) -> None:
+    from tenants.errors import Conflict
+
+    tenant = factories.tenant("ca-later", "standard", phase=Phase.READY)  # no reconcile yet: nothing issued
+    with pytest.raises(Conflict, match="not issued yet: the tenant's next reconcile issues it"):
+        kubeconfig.kubeconfig_yaml(tenant)
+    settings.GPUFLEET_OPENBAO_ADDR = ""
+    bundle = tmp_path / "ca.pem"
+    bundle.write_text(pki.new_ca("operator bundle", NOW)[0])
+    settings.GPUFLEET_VCLUSTER_CA_BUNDLE = str(bundle)
+    config = yaml.safe_load(kubeconfig.kubeconfig_yaml(tenant))
+    assert base64.b64decode(config["clusters"][0]["cluster"]["certificate-authority-data"]).decode() == \
+        bundle.read_text()

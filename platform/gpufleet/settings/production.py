@@ -34,6 +34,11 @@ def _vcluster_url_template(value: str) -> str:
 
 
 GPUFLEET_VCLUSTER_URL_TEMPLATE = _vcluster_url_template(require("GPUFLEET_VCLUSTER_URL_TEMPLATE"))
+# Issue 26, F2: never a CA-less kubeconfig in production, whatever the environment says. The CA store
+# (GPUFLEET_VCLUSTER_CA_STORE, never empty from the environment) needs OpenBao: without GPUFLEET_OPENBAO_ADDR (or
+# an operator's GPUFLEET_VCLUSTER_CA_BUNDLE) the download answers an error naming it, and `gpufleet doctor`
+# fails `vcluster/ca`. Not a start-up requirement: the portal, billing and GitOps work without OpenBao.
+GPUFLEET_KUBECONFIG_REQUIRE_CA = True
 DEBUG = False
 
 # --- HTTPS (docs/operations.md, "Production hardening") ----------------------------------------------

@@ -10,6 +10,9 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # Tests apply tasks explicitly or through a real worker; never implicitly inline.
 CELERY_TASK_ALWAYS_EAGER = False
 GPUFLEET_PASSWORD_LOGIN = True
+# Most tests look at a kubeconfig's shape without an OpenBao; those about the CA turn the refusal back on
+# (tests/isolation/test_vcluster_ca.py). The base default (on) is what every other profile gets.
+GPUFLEET_KUBECONFIG_REQUIRE_CA = False
 DATABASES["default"]["CONN_MAX_AGE"] = 0  # noqa: F405
 # The test database: GPUFLEET_TEST_DB_NAME when given; on PostgreSQL otherwise one of this run's own
 # (`test_<database>_<pid>`), so two runs on one machine never drop each other's database (Django's

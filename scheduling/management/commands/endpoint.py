@@ -26,6 +26,8 @@ class Command(GpufleetCommand):
         create.add_argument("--queue-target", default=None)
         create.add_argument("--kv-cache-target", default=None, help="0-1 fraction (default 0.8)")
         create.add_argument("--trigger-metric", action="append", default=None)
+        create.add_argument("--gated", action="store_true",
+                            help="a gated Hugging Face model: needs the tenant's token in OpenBao")
         sub.add_parser("list", help="endpoints (of one tenant, or all)").add_argument("slug", nargs="?")
         tier = sub.add_parser("tier", help="create or change an SLA tier (platform admin)")
         tier.add_argument("tier_name")
@@ -57,7 +59,8 @@ class Command(GpufleetCommand):
         if verb == "create":
             run(self, "endpoint create", lambda: endpoint_json(actions.create_endpoint(
                 tenant, o["name"], model=o["model"], tier=o["tier"], deployment=o["deployment"],
-                queue_target=o["queue_target"], kv_cache_target=o["kv_cache_target"], triggers=o["trigger_metric"])))
+                queue_target=o["queue_target"], kv_cache_target=o["kv_cache_target"], triggers=o["trigger_metric"],
+                gated=bool(o["gated"]))))
             return
         endpoint = InferenceEndpoint.objects.filter(tenant=tenant, name=o["name"]).first()
         if endpoint is None:
