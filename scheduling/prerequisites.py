@@ -122,7 +122,7 @@ def cluster_prerequisites(cat: Catalog, *, external_secrets: bool, rule_kind: st
     if cat.prometheus_operator:
         out.append(Prerequisite("prometheus-operator CRDs", "servicemonitors.monitoring.coreos.com", "v1",
                                 "Kueue's chart renders a ServiceMonitor (GPUFLEET_PROMETHEUS_OPERATOR=true)"))
-    if rule_kind in RULE_CRDS:
+    if cat.prometheus_operator and rule_kind in RULE_CRDS:  # rendered only then (fleetops.render)
         component, crd, version = RULE_CRDS[rule_kind]
         out.append(Prerequisite(component, crd, version, f"the capacity alerts (a {rule_kind}, fleet settings)"))
     return tuple(out)

@@ -20,6 +20,17 @@ def rule_cluster(ctx: RenderContext) -> str | None:
     return DEFAULT_CLUSTER if DEFAULT_CLUSTER in names else names[0]
 
 
+def capacity_rules_rendered(ctx: RenderContext) -> bool:
+    """The rules read Kueue's metrics, which are scraped only through the ServiceMonitor Kueue's chart renders
+    with GPUFLEET_PROMETHEUS_OPERATOR (the VictoriaMetrics operator converts it too). Without it the rule
+    could never fire, and its own CRD (PrometheusRule, or VMRule) is not a promised prerequisite: rendered
+    anyway, it failed the whole configs stage on a cluster without that CRD and every tenant behind it
+    (issue 26 review, N2). The portal still evaluates the same signals itself when the metrics are there."""
+    from ..render import catalog_of
+
+    return bool(catalog_of(ctx).prometheus_operator)
+
+
 @platform_section("fleetops")
 def render_capacity_rules(ctx: RenderContext) -> list[dict[str, Any]]:
     """The rules are fleet-wide: every flavor's capacity against every ClusterQueue with quota in it. Rendered
@@ -28,6 +39,8 @@ def render_capacity_rules(ctx: RenderContext) -> list[dict[str, Any]]:
     So they go to one cluster only (rule_cluster)."""
     inputs = ctx.extra.get(FLEETOPS_KEY)
     if not inputs or not inputs["flavors"]:
+        return []
+    if not capacity_rules_rendered(ctx):
         return []
     if ctx.extra.get("cluster") not in (None, rule_cluster(ctx)):
         return []

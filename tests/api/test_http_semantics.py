@@ -133,6 +133,23 @@ def test_cursor_pagination_walks_every_row_once_in_creation_order(admin_api):
     assert [t["slug"] for t in admin_api.get(f"{URL}?slug=team-03").json()["results"]] == ["team-03"]
 
 
+@pytest.mark.parametrize("limit", ["0", "-1", "501", "abc", "\uff15", "5.0", " 5", "1e2", ""])
+def test_a_limit_outside_what_the_schema_says_is_a_400_naming_it(admin_api, limit):
+    """Issue 27, strict types: DRF served the default page for 0/-1/abc and read a full-width "５" as 5."""
+    factories.tenant("vision")
+    response = admin_api.get(URL, {"limit": limit})
+    assert response.status_code == 400, response.content
+    assert [e["field"] for e in response.json()["errors"]] == ["limit"], response.json()
+
+
+def test_the_schema_documents_the_limit_range(admin_api):
+    schema = yaml.safe_load(admin_api.get("/api/v1/schema/").content)
+    limits = [p["schema"] for path in schema["paths"].values() for op in path.values() if isinstance(op, dict)
+              for p in op.get("parameters", []) if p.get("name") == "limit"]
+    assert limits and all(s == {"type": "integer", "minimum": 1, "maximum": 500} for s in limits)
+    assert admin_api.get(URL, {"limit": "500"}).status_code == 200
+
+
 def test_members_are_managed_by_tenant_admins(api, db):
     owner, bob, carol = factories.user("lead"), factories.user("bob"), factories.user("carol")
     factories.tenant("vision", owner=owner)

@@ -17,11 +17,21 @@ def rules_per_cluster() -> dict[str, int]:
             for t in platform_targets(ctx)}
 
 
-def test_capacity_rules_are_rendered_once_for_the_fleet(three_clusters) -> None:
+def test_capacity_rules_are_rendered_once_for_the_fleet(three_clusters, settings) -> None:
+    settings.GPUFLEET_PROMETHEUS_OPERATOR = True
     assert rules_per_cluster() == {"dev": 1, "inference": 0, "training": 0}
 
 
-def test_the_default_cluster_carries_them_when_it_hosts(db) -> None:
+def test_without_kueues_scrape_no_capacity_rule_is_rendered(three_clusters, settings) -> None:
+    """Issue 26 review N2: at the shipped default (GPUFLEET_PROMETHEUS_OPERATOR off) Kueue is not scraped, so the
+    rule could never fire, and its CRD is no promised prerequisite: rendered anyway, a cluster without it failed
+    its whole configs stage, and the tenants stage behind it never applied."""
+    settings.GPUFLEET_PROMETHEUS_OPERATOR = False
+    assert rules_per_cluster() == {"dev": 0, "inference": 0, "training": 0}
+
+
+def test_the_default_cluster_carries_them_when_it_hosts(db, settings) -> None:
+    settings.GPUFLEET_PROMETHEUS_OPERATOR = True
     from scheduling import actions as sched
     from scheduling import placement_actions as placing
 

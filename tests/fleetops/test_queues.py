@@ -61,6 +61,7 @@ def usage_lines(flavor: str, resource: str, value: int, start: datetime, days: i
 
 def test_rules_render_valid_for_both_operators(catalog, settings) -> None:  # type: ignore[no-untyped-def]
     registry = SchemaRegistry(need_reference())
+    settings.GPUFLEET_PROMETHEUS_OPERATOR = True  # Kueue scraped: the rules are rendered (fleetops.render)
     for kind in ("PrometheusRule", "VMRule"):
         fleet = FleetSettings.current()
         fleet.rule_kind = kind
@@ -113,6 +114,7 @@ def test_one_tenants_reconcile_does_not_read_the_fleets_queue_list(catalog, sett
     need_binary("git")
     settings.GPUFLEET_BACKEND = "gitops"
     settings.GPUFLEET_GITOPS_REPO = str(tmp_path / "gitops")
+    settings.GPUFLEET_PROMETHEUS_OPERATOR = True  # Kueue scraped: the rules are rendered (fleetops.render)
     full = render_platform(RenderContext.from_settings())
     assert any(m["kind"] == "PrometheusRule" for m in full)
     tenants_only = RenderContext.from_settings(tenants_only=True)

@@ -178,10 +178,15 @@ def test_a_cluster_it_cannot_read_says_what_was_not_checked(training, healthy, t
     assert {"cluster/training", "pools/training/h100"} == set(failures(doctor(healthy, tmp_path)[0]))
 
 
-def test_the_capacity_rule_kind_needs_its_crd_on_each_cluster(training, healthy, tmp_path) -> None:
-    """F11: the capacity alerts are a PrometheusRule or a VMRule (fleet settings); each needs its CRD."""
+def test_the_capacity_rule_kind_needs_its_crd_on_each_cluster(training, healthy, tmp_path, settings) -> None:
+    """F11: the capacity alerts are a PrometheusRule or a VMRule (fleet settings); each needs its CRD -- where they
+    are rendered at all, i.e. with Kueue scraped (GPUFLEET_PROMETHEUS_OPERATOR, review N2)."""
     from scheduling.fleetops.models import FleetSettings
 
+    assert failures(doctor(healthy, tmp_path)[0]) == {}  # off: no rule rendered, no rule CRD needed
+    settings.GPUFLEET_PROMETHEUS_OPERATOR = True
+    for kube in (training, healthy):
+        crd(kube, "prometheus-operator/monitoring.coreos.com_servicemonitors.yaml")
     fleet = FleetSettings.current()
     fleet.rule_kind = "VMRule"
     fleet.save()
