@@ -27,6 +27,8 @@ from tenants.isolation.network import SYNCED_MARKER
 
 from .defaults import DEFAULT_PRIORITY_CLASS
 from .inputs import Catalog, EndpointSpec
+from .nodepools import MODE_LABEL
+from .routing import KAI_QUEUE_LABEL, KAI_SCHEDULER
 
 KEDA = "keda.sh/v1alpha1"
 VM_OPERATOR = "operator.victoriametrics.com/v1beta1"
@@ -102,6 +104,13 @@ def serving_deployment(meta: dict[str, Any], endpoint: EndpointSpec, image: str,
     meta = {**meta, "labels": {**meta["labels"], **pod_labels, "gpufleet.io/deployment": endpoint.deployment}}
     if priority:
         pod_labels[PRIORITY_LABEL] = priority
+    # What the tenant's routing policy would set on a whole-GPU pod, set here as well (review N7): the policies
+    # and this Deployment are applied in one stage, and Kyverno builds its webhook rules from a new Policy
+    # asynchronously, so a first pod could be created before the policy covers it. HAMi's webhook then takes it
+    # (it skips only pods naming another scheduler, HAMi@v2.10.0:pkg/scheduler/webhook.go:64-69) and
+    # hami-scheduler can never place it on a whole-GPU node. Named here, the pod is right whatever the order.
+    pod_labels[KAI_QUEUE_LABEL] = meta["namespace"]
+    node_selector = {**(node_selector or {}), MODE_LABEL: "whole"}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -111,7 +120,8 @@ def serving_deployment(meta: dict[str, Any], endpoint: EndpointSpec, image: str,
             "template": {
                 "metadata": {"labels": pod_labels},
                 "spec": {
-                    **({"nodeSelector": dict(node_selector)} if node_selector else {}),
+                    "schedulerName": KAI_SCHEDULER,
+                    "nodeSelector": dict(node_selector),
                     **({"tolerations": [dict(t) for t in tolerations]} if tolerations else {}),
                     "automountServiceAccountToken": False,
                     "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000,

@@ -219,3 +219,17 @@ def test_a_gated_model_without_a_secret_store_is_a_400_naming_the_field(fleet, t
     assert not InferenceEndpoint.objects.exists()
     created = api.post("/api/v1/endpoints/", body, format="json")  # a public model needs no store
     assert created.status_code == 201 and created.json()["gated"] is False
+
+
+def test_an_endpoint_pod_is_routed_without_waiting_for_kyverno(fleet, tenants) -> None:
+    """Review N7: the routing policy and the endpoint's Deployment are applied in one stage, and Kyverno picks up
+    a new Policy asynchronously. The pod template therefore carries what the policy would set on a whole-GPU
+    pod -- KAI's scheduler (which keeps HAMi's webhook away), the tenant's KAI queue, the whole-GPU mode -- so a
+    pod created before the policy covers it is placed the same way."""
+    _, deployment = serving(tenants["trusted"])
+    template = deployment["spec"]["template"]
+    namespace = deployment["metadata"]["namespace"]
+    assert template["spec"]["schedulerName"] == "kai-scheduler"
+    assert template["spec"]["nodeSelector"]["gpufleet.io/gpu-mode"] == "whole"
+    assert template["metadata"]["labels"]["kai.scheduler/queue"] == namespace
+    assert template["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "gpu"
