@@ -368,8 +368,9 @@ class InferenceEndpoint(models.Model):
     kv_cache_target = models.DecimalField(max_digits=4, decimal_places=3, default=Decimal("0.800"))
     # Issue 26, F6: a gated Hugging Face model cannot be downloaded without the tenant's token, so its pods
     # mount the token Secret as required (they wait for it) and the endpoint needs a secret store to exist.
-    gated = models.BooleanField(default=False, help_text="the model is gated: serving needs the tenant's "
-                                                         "Hugging Face token from OpenBao")
+    gated = models.BooleanField(default=False, db_default=False,  # old code's INSERTs lack it (expand/contract)
+                                help_text="the model is gated: serving needs the tenant's Hugging Face token from "
+                                          "OpenBao")
     created = models.DateTimeField(auto_now_add=True)
 
     objects = ScopedQuerySet.as_manager()

@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="inferenceendpoint",
             name="gated",
-            field=models.BooleanField(default=False, help_text="the model is gated: serving needs the tenant's "
+            field=models.BooleanField(default=False, db_default=False, help_text="the model is gated: serving needs the tenant's "
                                                                "Hugging Face token from OpenBao"),
         ),
     ]

@@ -107,6 +107,31 @@ def _child(values: dict[str, Any], *path: str) -> dict[str, Any]:
     return node
 
 
+CA_SEED_VOLUME = "gpufleet-ca-seed"
+
+
+def wait_for_the_seeded_ca(values: dict[str, Any]) -> None:
+    """The control plane does not start before External Secrets wrote the platform's CA (review N4).
+
+    The ExternalSecret and the vCluster's HelmRelease are applied in one stage, and nothing else orders them. A
+    control plane that started first would find no `vcluster-certs`, generate a CA of its own and sign its
+    serving certificate with it (loft-sh/vcluster@v0.36.1:pkg/certs/ensure.go:155-219); External Secrets then
+    replaces only `ca.crt`/`ca.key` (external-secrets@v2.9.0 externalsecret_controller.go:461-498) and the
+    leaf certificates stay signed by the other CA for good (ensure.go:122-129 keeps unexpired ones): every
+    kubeconfig would fail TLS verification. A required (non-optional) Secret volume makes the kubelet hold the
+    pod in ContainerCreating until the Secret exists, and vCluster itself is the only other writer of that
+    Secret, so the first start always finds the platform's CA. The mount is read-only and outside /data/pki;
+    vCluster never reads it."""
+    persistence = _child(values, "controlPlane", "statefulSet", "persistence")
+    persistence["addVolumes"] = [*persistence.get("addVolumes", []), {
+        "name": CA_SEED_VOLUME,
+        "secret": {"secretName": SERVING_CA_SECRET, "optional": False, "items": [{"key": "ca.crt", "path": "ca.crt"}]},
+    }]
+    persistence["addVolumeMounts"] = [*persistence.get("addVolumeMounts", []), {
+        "name": CA_SEED_VOLUME, "mountPath": "/var/run/gpufleet/ca-seed", "readOnly": True,
+    }]
+
+
 def extend_values(view: TenantView, ctx: RenderContext, values: dict[str, Any]) -> None:
     settings = config.of_ctx(ctx)
     iso = config.of_view(view)
@@ -123,6 +148,8 @@ def extend_values(view: TenantView, ctx: RenderContext, values: dict[str, Any]) 
         _child(values, "controlPlane")["ingress"] = {"enabled": True, "host": host}
         proxy = _child(values, "controlPlane", "proxy")
         proxy["extraSANs"] = sorted({*proxy.get("extraSANs", []), host})
+    if settings.ca_store:
+        wait_for_the_seeded_ca(values)
     _child(values, "experimental", "deploy", "vcluster")["manifests"] = to_yaml_stream(
         rbac_manifests(view, settings)
     )

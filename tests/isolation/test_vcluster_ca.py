@@ -248,6 +248,27 @@ def test_every_placements_vcluster_gets_the_tenant_ca_and_its_context_verifies(o
     assert len(hosts) == 2  # two vClusters, two routed names, one tenant CA
 
 
+def test_the_control_plane_waits_for_the_seeded_ca_secret(openbao: OpenBao) -> None:
+    """Review N4: nothing else orders the ExternalSecret before the vCluster, so the control plane mounts the
+    seeded Secret as a required volume: the kubelet holds the pod until External Secrets wrote it, and vCluster
+    never starts with (and keeps) a CA of its own. The values stay valid for the chart (v0.36.1 schema)."""
+    from tenants.backends import get_schema_registry
+    from tenants.reconcile import tenant_view
+    from tenants.render import RenderContext, render_placed
+
+    tenant, _ = issued("ca-wait")
+    [(_, manifests)] = [(p, ms) for p, ms in render_placed(tenant_view(tenant), RenderContext.from_settings()) if ms]
+    persistence = find(manifests, "HelmRelease", "vcluster")["spec"]["values"]["controlPlane"]["statefulSet"][
+        "persistence"]
+    [volume] = [v for v in persistence["addVolumes"] if v["name"] == "gpufleet-ca-seed"]
+    assert volume["secret"]["secretName"] == find(manifests, "ExternalSecret", "vcluster-certs")["spec"]["target"][
+        "name"] == "vcluster-certs"
+    assert volume["secret"]["optional"] is False  # the pod waits for the Secret instead of starting without it
+    [mount] = [m for m in persistence["addVolumeMounts"] if m["name"] == "gpufleet-ca-seed"]
+    assert mount["readOnly"] and not mount["mountPath"].startswith("/data")  # never in vCluster's own PKI path
+    assert get_schema_registry().validate(manifests) == []
+
+
 # --- F2: outside the demo, no kubeconfig without its CA ------------------------------------------------------
 
 
