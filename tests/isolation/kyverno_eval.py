@@ -3,7 +3,8 @@
 Evaluated: `match.any[].resources.kinds` / `operations`, the policy's own namespace (a namespaced
 Policy only sees its namespace), `validate.deny.conditions.any|all` and `preconditions.any|all` with
 keys written as `{{ <JMESPath> }}` (standard JMESPath via the `jmespath` package, incl. `||`, backtick
-and raw-string literals), the operators AnyIn / AnyNotIn / AllIn / AllNotIn / Equals (and GreaterThan on numbers) with Kyverno's
+and raw-string literals), the operators AnyIn / AnyNotIn / AllIn / AllNotIn / Equals / GreaterThan (numbers)
+with Kyverno's
 `*`/`?` wildcards in values, and `mutate.patchStrategicMerge` for maps and scalars (`mutate()`; maps
 merge key by key, a scalar replaces; Kyverno v1.19.0 applies mutate rules in order, each on the
 previous rule's output).
