@@ -134,6 +134,17 @@ def device_env_rule() -> dict[str, Any]:
                   "operator": "AnyIn", "value": list(DEVICE_ENV_VARS)}]})
 
 
+def node_name_rule() -> dict[str, Any]:
+    """A pod created with `spec.nodeName` is bound without the scheduler, so no NoSchedule taint applies to it
+    (Kubernetes docs, "Taints and Tolerations"): it would reach any node by name. The scheduler binds through the
+    `pods/binding` subresource and DaemonSets use node affinity, so none of the platform's pods is created so."""
+    return _deny(
+        "no-node-name",
+        "spec.nodeName: a tenant's pod may not name its node: that skips the scheduler and every taint that keeps "
+        "pods off other tenants' and GPU nodes; use resources (and, on your own nodes, nodeSelector) instead",
+        {"any": [{"key": f"{{{{ {_SPEC}.nodeName || '' }}}}", "operator": "AnyNotIn", "value": [""]}]})
+
+
 def node_isolation_policy(view: TenantView) -> Manifest:
     own = config.of_view(view).placement.node_selector.get(policy.DEDICATED_POOL_LABEL, "")
     return {
@@ -143,7 +154,8 @@ def node_isolation_policy(view: TenantView) -> Manifest:
                      "annotations": {"policies.kyverno.io/title": "Tenant pods choose only their own nodes"}},
         # Admission only (CREATE): Kueue adds its flavor's tolerations to admitted GPU pods later, by UPDATE.
         "spec": {"background": False,
-                 "rules": [*dedicated_rules(view.slug, own), gpu_node_rule(), device_env_rule()]},
+                 "rules": [*dedicated_rules(view.slug, own), gpu_node_rule(), device_env_rule(),
+                           node_name_rule()]},
     }
 
 

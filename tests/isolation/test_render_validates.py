@@ -144,7 +144,7 @@ def test_node_isolation_policy_validates_and_names_the_tenants_own_nodes(registr
     assert registry.validate([policy]) == []
     rules = {r["name"]: r for r in policy["spec"]["rules"]}
     assert set(rules) == {"no-foreign-dedicated-tolerations", "no-foreign-dedicated-nodes",
-                          "gpu-nodes-need-a-gpu-request", "no-gpu-device-env"}
+                          "gpu-nodes-need-a-gpu-request", "no-gpu-device-env", "no-node-name"}
     for rule in rules.values():
         assert rule["match"]["any"][0]["resources"] == {"kinds": ["Pod"], "operations": ["CREATE"]}
         assert rule["validate"]["failureAction"] == "Enforce"

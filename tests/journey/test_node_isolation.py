@@ -183,3 +183,9 @@ def test_the_platforms_vllm_endpoint_pods_pass(fleet, slug) -> None:
     journey = runner.run_host(pod, fleet, [("kyverno-mutate", kyverno.mutate), ("kyverno-validate", kyverno.validate)])
     assert journey.ok, journey
     assert (DEDICATED in journey.pod["spec"].get("nodeSelector", {})) == (slug == "gamma")
+
+
+@pytest.mark.parametrize("slug", sorted(TRUST))
+def test_a_pod_cannot_name_its_node(fleet, slug) -> None:
+    """`spec.nodeName` binds without the scheduler, so no NoSchedule taint keeps the pod off a node."""
+    refused(runner.run(cpu_pod(nodeName="gpu-node-of-gamma"), NS[slug], fleet), "no-node-name", "spec.nodeName")
