@@ -113,4 +113,6 @@ def blocker_checks(read: Read, *, platform: Callable[[], list[dict[str, Any]]],
         ("argocd/progressive-syncs", lambda: doctor_review.check_progressive_syncs(read)),
         ("nodes/system", lambda: doctor_review.check_system_nodes(read)),
         ("webhooks/order", lambda: doctor_review.check_webhook_order(read)),
+        # Review 2, N3: GPUs by environment variable (scheduling.doctor_review).
+        ("gpu-operator/device-envvar", lambda: doctor_review.check_device_envvar(read)),
     ]

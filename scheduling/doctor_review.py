@@ -1,10 +1,12 @@
-"""`gpufleet doctor`: checks for the issue 26 review findings F8, F13 and F15 (docs/compatibility.md, "Review log").
+"""`gpufleet doctor`: checks for the issue 26 review findings F8, F13 and F15 and review 2's N3 (docs/compatibility.md,
+"Review log").
 
 - F8: the Argo CD ApplicationSets order their three stages with `strategy: RollingSync` (scheduling.sync_objects),
   which the ApplicationSet controller honours only with progressive syncs enabled.
 - F13: the vCluster control planes (and the synced CoreDNS) of tenants without dedicated nodes run on whatever
   untainted node the cluster has: the platform renders no NodePool for them.
 - F15: the mutating webhooks run in the order of their configurations' names; HAMi's must come after Kyverno's.
+- N3: the NVIDIA container toolkit must not take NVIDIA_VISIBLE_DEVICES from unprivileged containers.
 
 Pure checks through `read` (scheduling.doctor), read-only.
 """
@@ -143,3 +145,50 @@ def check_webhook_order(read: Read) -> list[Finding]:
                          "install Kueue with mutatingWebhook.reinvocationPolicy: IfNeeded (the platform's values)"))
     return out or [_ok(check, f"Kyverno ({kyverno[0]}) mutates before HAMi"
                               + (f" ({hami[0]})" if hami else " (not installed)") + "; Kueue sees its labels")]
+
+
+# Review 2, N3: the NVIDIA container toolkit hands a container the GPUs its NVIDIA_VISIBLE_DEVICES names, also to
+# an unprivileged container that asked the device plugin for none, unless this option is off. Its default is on
+# (NVIDIA/nvidia-container-toolkit, internal/config/config.go getDefaultConfig: AcceptEnvvarUnprivileged true; the
+# installer's flag accept-nvidia-visible-devices-envvar-when-unprivileged reads this variable). CUDA base images set
+# NVIDIA_VISIBLE_DEVICES=all in the image itself, where no admission policy sees it. The GPU operator passes
+# `ClusterPolicy.spec.toolkit.env` to the toolkit installer.
+GPU_OPERATOR_CRD = "clusterpolicies.nvidia.com"
+CLUSTER_POLICIES = "/apis/nvidia.com/v1/clusterpolicies"
+ENVVAR_WHEN_UNPRIVILEGED = "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED"
+# urfave/cli reads a BoolFlag's variable with Go's strconv.ParseBool.
+_GO_TRUE, _GO_FALSE = {"1", "t", "T", "TRUE", "true", "True"}, {"0", "f", "F", "FALSE", "false", "False"}
+
+
+def check_device_envvar(read: Read) -> list[Finding]:
+    """N3: no unprivileged container may pick GPUs by environment variable, or a pod without a GPU request (or
+    with one GPU) on a GPU node uses every GPU there, other tenants' HAMi shares included, outside any quota."""
+    check = "gpu-operator/device-envvar"
+    fix = (f"set ClusterPolicy spec.toolkit.env {ENVVAR_WHEN_UNPRIVILEGED}=\"false\" (GPU operator Helm value "
+           "toolkit.env), and on toolkits installed outside the operator accept-nvidia-visible-devices-envvar-"
+           "when-unprivileged = false in /etc/nvidia-container-runtime/config.toml (docs/operator-guide.md)")
+    if read(CRD_PATH + GPU_OPERATOR_CRD) is None:
+        return [_ok(check, "no GPU operator on this cluster: the container toolkit is installed on the nodes and "
+                           "cannot be read here; it must run with accept-nvidia-visible-devices-envvar-when-"
+                           "unprivileged = false (a prerequisite, docs/operator-guide.md)")]
+    out = []
+    for policy in (read(CLUSTER_POLICIES) or {}).get("items", []):
+        name = policy["metadata"]["name"]
+        toolkit = (policy.get("spec") or {}).get("toolkit") or {}
+        if toolkit.get("enabled") is False:
+            out.append(_ok(f"{check}/{name}", "the toolkit is installed outside the GPU operator and cannot be "
+                                               "read here; it must run with accept-nvidia-visible-devices-envvar-"
+                                               "when-unprivileged = false (a prerequisite, docs/operator-guide.md)"))
+            continue
+        value = next((str(e.get("value", "")) for e in toolkit.get("env") or []
+                      if e.get("name") == ENVVAR_WHEN_UNPRIVILEGED), None)
+        if value in _GO_FALSE:
+            out.append(_ok(f"{check}/{name}", f"{ENVVAR_WHEN_UNPRIVILEGED}={value}: unprivileged containers get "
+                                               "only the GPUs the device plugin gave them"))
+        else:
+            said = "not set (default true)" if value is None else f"{value!r}" + (
+                "" if value in _GO_TRUE else " (not a boolean: the installer fails or keeps true)")
+            out.append(_fail(f"{check}/{name}", f"ClusterPolicy {name}: {ENVVAR_WHEN_UNPRIVILEGED} is {said}: any "
+                             "unprivileged container with NVIDIA_VISIBLE_DEVICES=all (CUDA images set it) on a GPU "
+                             "node gets every GPU of the node", fix))
+    return out or [_ok(check, "GPU operator CRD installed but no ClusterPolicy: no toolkit is deployed by it")]

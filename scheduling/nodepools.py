@@ -21,18 +21,19 @@ from __future__ import annotations
 from typing import Any
 
 from infra.manifests import Manifest
+from tenants.isolation.policy import GPU_FLAVOR_LABEL, GPU_MODE_LABEL, GPU_TAINT_KEY
 
 from . import catalog
 from .inputs import Catalog, FlavorSpec, NodePoolSpec, QuotaSpec
 
 KARPENTER = "karpenter.sh/v1"
 KARPENTER_ALPHA = "karpenter.sh/v1alpha1"
-GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
+GPU_TAINT = {"key": GPU_TAINT_KEY, "value": "true", "effect": "NoSchedule"}
 PRODUCT_LABEL = "nvidia.com/gpu.product"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"  # read by the GPU operator's mig-manager (mig-parted configs)
 POOL_LABEL = "gpufleet.io/node-pool"
-FLAVOR_LABEL = "gpufleet.io/flavor"
-MODE_LABEL = "gpufleet.io/gpu-mode"
+FLAVOR_LABEL = GPU_FLAVOR_LABEL  # refused to pods without a GPU (tenants.isolation.nodes)
+MODE_LABEL = GPU_MODE_LABEL
 GPUS_PER_NODE = "gpufleet.io/gpus-per-node"
 DEDICATED_LABEL = "gpufleet.io/dedicated-tenant"  # same key as tenants.isolation.policy.DEDICATED_POOL_LABEL
 AWS_NODE_CLASS_GROUP = "karpenter.k8s.aws"

@@ -85,6 +85,12 @@ class Placement:
 
 
 DEDICATED_POOL_LABEL = "gpufleet.io/dedicated-tenant"
+# What marks a GPU node (scheduling.nodepools renders them from these): every GPU pool taints its nodes with
+# GPU_TAINT_KEY (NoSchedule) and labels them with the GPU mode and the flavor. Defined here, below both apps,
+# because the tenant's node-isolation policy (tenants.isolation.nodes) refuses them to pods without a GPU.
+GPU_TAINT_KEY = "nvidia.com/gpu"
+GPU_MODE_LABEL = "gpufleet.io/gpu-mode"
+GPU_FLAVOR_LABEL = "gpufleet.io/flavor"
 
 
 def placement(trust_level: str, slug: str) -> Placement:

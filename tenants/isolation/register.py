@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import reconcile, render, syncer_gates
-from . import config, impact, kyverno, network, vcluster  # noqa: F401 - importing registers render sections
+from . import config, impact, kyverno, network, nodes, vcluster  # noqa: F401 - importing registers render sections
 
 
 def register() -> None:

@@ -3,7 +3,8 @@
 Evaluated: `match.any[].resources.kinds` / `operations`, the policy's own namespace (a namespaced
 Policy only sees its namespace), `validate.deny.conditions.any|all` and `preconditions.any|all` with
 keys written as `{{ <JMESPath> }}` (standard JMESPath via the `jmespath` package, incl. `||`, backtick
-and raw-string literals), the operators AnyIn / AnyNotIn / AllIn / AllNotIn / Equals with Kyverno's
+and raw-string literals), the operators AnyIn / AnyNotIn / AllIn / AllNotIn / Equals / GreaterThan (numbers)
+with Kyverno's
 `*`/`?` wildcards in values, and `mutate.patchStrategicMerge` for maps and scalars (`mutate()`; maps
 merge key by key, a scalar replaces; Kyverno v1.19.0 applies mutate rules in order, each on the
 previous rule's output).
@@ -63,6 +64,13 @@ def _condition(cond: dict[str, Any], request: dict[str, Any]) -> bool:
         return all(not any(_wild(v, k) for v in values) for k in keys)
     if op == "Equals":
         return key == cond.get("value")
+    if op == "GreaterThan":
+        # Kyverno compares numbers as numbers (pkg/engine/variables/operator/numeric.go, v1.19.0; it also
+        # parses quantities and durations, which our policies never compare).
+        value = cond.get("value")
+        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (key, value)):
+            raise NotImplementedError(f"GreaterThan of {key!r} and {value!r} is not evaluated here")
+        return key > value
     raise NotImplementedError(f"operator {op} is not evaluated here")
 
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from infra.schemas import SchemaRegistry
-from tenants.isolation import network
+from tenants.isolation import network, nodes
 from tenants.isolation.config import TenantIsolationView
 from tenants.isolation.policy import DEDICATED_POOL_LABEL
 from tenants.render import _PLATFORM_SECTIONS
@@ -133,3 +133,22 @@ def test_no_issuer_means_no_oidc_flags_never_a_made_up_one(registry: SchemaRegis
     values = find(manifests, "HelmRelease")["spec"]["values"]
     assert "apiServer" not in values["controlPlane"]["distro"]["k8s"]
     assert registry.validate(manifests) == []
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_node_isolation_policy_validates_and_names_the_tenants_own_nodes(registry: SchemaRegistry,
+                                                                         level: str) -> None:
+    """Review 2, N3: every tenant namespace gets the node-isolation Policy (Enforce, at creation); only the
+    untrusted tenant, which has dedicated nodes, may carry its own dedicated toleration and selector."""
+    policy = find(rendered(level), "Policy", nodes.POLICY_NAME)
+    assert registry.validate([policy]) == []
+    rules = {r["name"]: r for r in policy["spec"]["rules"]}
+    assert set(rules) == {"no-foreign-dedicated-tolerations", "no-foreign-dedicated-nodes",
+                          "gpu-nodes-need-a-gpu-request", "no-gpu-device-env", "no-node-name"}
+    for rule in rules.values():
+        assert rule["match"]["any"][0]["resources"] == {"kinds": ["Pod"], "operations": ["CREATE"]}
+        assert rule["validate"]["failureAction"] == "Enforce"
+    message = rules["no-foreign-dedicated-tolerations"]["validate"]["message"]
+    slug = f"t-{level}"
+    expected = f"only {DEDICATED_POOL_LABEL}={slug}" if level == "untrusted" else "(allowed: none)"
+    assert f"tenant {slug} may not tolerate" in message and expected in message

@@ -435,3 +435,43 @@ def test_hami_called_before_kyverno_is_a_failure(healthy, tmp_path) -> None:
     found = failures(doctor(healthy, tmp_path)[0])
     assert "hami-webhook is called before Kyverno's kyverno-resource-mutating-webhook-cfg" in (
         found["webhooks/order/hami"]["detail"])
+
+
+# --- review 2, N3 (scheduling.doctor_review.check_device_envvar) ---------------------------------------------
+
+
+def gpu_operator(kube: EmulatorThread, toolkit: dict[str, Any]) -> None:
+    """The GPU operator's CRD (its name and group as the operator ships them) and a ClusterPolicy."""
+    put(kube, "apiextensions.k8s.io", "v1", "customresourcedefinitions", {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "clusterpolicies.nvidia.com"}, "status": ESTABLISHED})
+    put(kube, "nvidia.com", "v1", "clusterpolicies", {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy",
+                                                      "metadata": {"name": "cluster-policy"},
+                                                      "spec": {"toolkit": toolkit}})
+
+
+def test_a_toolkit_accepting_the_device_envvar_from_unprivileged_pods_is_a_failure(healthy, tmp_path) -> None:
+    """N3: with the toolkit's default, NVIDIA_VISIBLE_DEVICES=all gives an unprivileged container every GPU of its
+    node; the doctor reads the GPU operator's toolkit env and says how to turn it off."""
+    check = "gpu-operator/device-envvar/cluster-policy"
+    gpu_operator(healthy, {"enabled": True, "env": [{"name": "CONTAINERD_SET_AS_DEFAULT", "value": "true"}]})
+    found = failures(doctor(healthy, tmp_path)[0])
+    assert "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED is not set (default true)" in found[check]["detail"]
+    assert 'ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED="false"' in found[check]["fix"]
+    gpu_operator(healthy, {"env": [{"name": "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED", "value": "yes"}]})
+    assert "not a boolean" in failures(doctor(healthy, tmp_path)[0])[check]["detail"]
+    gpu_operator(healthy, {"env": [{"name": "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED",
+                                    "value": "false"}]})
+    findings = doctor(healthy, tmp_path)[0]
+    assert check not in failures(findings)
+    assert any(f["check"] == check and f["ok"] for f in findings)
+
+
+def test_a_toolkit_the_doctor_cannot_read_is_named_a_prerequisite(healthy, tmp_path) -> None:
+    findings = doctor(healthy, tmp_path)[0]
+    (finding,) = [f for f in findings if f["check"] == "gpu-operator/device-envvar"]
+    assert finding["ok"] and "a prerequisite, docs/operator-guide.md" in finding["detail"]
+    gpu_operator(healthy, {"enabled": False})
+    findings = doctor(healthy, tmp_path)[0]
+    (finding,) = [f for f in findings if f["check"] == "gpu-operator/device-envvar/cluster-policy"]
+    assert finding["ok"] and "installed outside the GPU operator" in finding["detail"]
