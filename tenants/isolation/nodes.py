@@ -69,8 +69,19 @@ _ALL_RESOURCES = "([" + ", ".join(
 GPU_RESOURCE_COUNT = f"{{{{ length({_ALL_RESOURCES}[?{_gpu_resource_filter()}]) }}}}"
 
 
-def _deny(name: str, message: str, conditions: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    return {"name": name, "match": {"any": [{"resources": {"kinds": ["Pod"], "operations": ["CREATE"]}}]},
+# Tolerations may be added to a running pod, and nodeSelector/affinity to a gated one (Kubernetes allows both by
+# UPDATE), and vCluster copies the virtual pod's to the host pod on every sync (loft-sh/vcluster@v0.36.1:pkg/
+# controllers/resources/pods/translate/diff.go:137,165-180): the node-choice rules also see UPDATE (review 2,
+# re-check of N3). Kueue's own UPDATE at admission adds its flavor's tolerations to GPU pods only, which these
+# rules allow. The env and nodeName rules stay CREATE-only: env is immutable, and every scheduled pod carries
+# the nodeName the scheduler bound it to, so judging later UPDATEs on it would refuse Kueue's finalizer removal.
+CREATE = ["CREATE"]
+CREATE_AND_UPDATE = ["CREATE", "UPDATE"]
+
+
+def _deny(name: str, message: str, conditions: dict[str, list[dict[str, Any]]],
+          operations: list[str] = CREATE) -> dict[str, Any]:
+    return {"name": name, "match": {"any": [{"resources": {"kinds": ["Pod"], "operations": list(operations)}}]},
             "validate": {"failureAction": "Enforce", "message": message, "deny": {"conditions": conditions}}}
 
 
@@ -92,13 +103,13 @@ def dedicated_rules(slug: str, own: str) -> list[dict[str, Any]]:
               f"nodes, nor every taint (a toleration without a key): those nodes are reserved for that tenant "
               f"(allowed: {allowed})",
               {"any": [_more_than_none(f"{_SPEC}.tolerations[?key == '{key}'{own_toleration}]"),
-                       _more_than_none(f"{_SPEC}.tolerations[?!key]")]}),
+                       _more_than_none(f"{_SPEC}.tolerations[?!key]")]}, CREATE_AND_UPDATE),
         _deny("no-foreign-dedicated-nodes",
               f"spec.nodeSelector / spec.affinity.nodeAffinity: tenant {slug} may not select {key} nodes of "
               f"another tenant: those nodes are reserved for that tenant (allowed: {allowed})",
               {"any": [{"key": f"{{{{ {_SPEC}.nodeSelector.\"{key}\" || '' }}}}", "operator": "AnyNotIn",
                         "value": ["", *([own] if own else [])]},
-                       _more_than_none(_required_expressions(foreign_choice))]}),
+                       _more_than_none(_required_expressions(foreign_choice))]}, CREATE_AND_UPDATE),
     ]
 
 
@@ -119,7 +130,7 @@ def gpu_node_rule() -> dict[str, Any]:
                      f"length(keys({_SPEC}.nodeSelector || `{{}}`)[?{label_test}]), "
                      f"length({_required_expressions(key_test)})]) }}}}"),
              "operator": "GreaterThan", "value": 0},
-        ]})
+        ]}, CREATE_AND_UPDATE)
 
 
 def device_env_rule() -> dict[str, Any]:
@@ -152,7 +163,7 @@ def node_isolation_policy(view: TenantView) -> Manifest:
         "kind": "Policy",
         "metadata": {**metadata(view, POLICY_NAME),
                      "annotations": {"policies.kyverno.io/title": "Tenant pods choose only their own nodes"}},
-        # Admission only (CREATE): Kueue adds its flavor's tolerations to admitted GPU pods later, by UPDATE.
+        # Node choices at CREATE and UPDATE, env and nodeName at CREATE (see CREATE_AND_UPDATE above).
         "spec": {"background": False,
                  "rules": [*dedicated_rules(view.slug, own), gpu_node_rule(), device_env_rule(),
                            node_name_rule()]},

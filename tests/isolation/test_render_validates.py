@@ -138,15 +138,18 @@ def test_no_issuer_means_no_oidc_flags_never_a_made_up_one(registry: SchemaRegis
 @pytest.mark.parametrize("level", LEVELS)
 def test_node_isolation_policy_validates_and_names_the_tenants_own_nodes(registry: SchemaRegistry,
                                                                          level: str) -> None:
-    """Review 2, N3: every tenant namespace gets the node-isolation Policy (Enforce, at creation); only the
+    """Review 2, N3: every tenant namespace gets the node-isolation Policy (Enforce); only the
     untrusted tenant, which has dedicated nodes, may carry its own dedicated toleration and selector."""
     policy = find(rendered(level), "Policy", nodes.POLICY_NAME)
     assert registry.validate([policy]) == []
     rules = {r["name"]: r for r in policy["spec"]["rules"]}
     assert set(rules) == {"no-foreign-dedicated-tolerations", "no-foreign-dedicated-nodes",
                           "gpu-nodes-need-a-gpu-request", "no-gpu-device-env", "no-node-name"}
-    for rule in rules.values():
-        assert rule["match"]["any"][0]["resources"] == {"kinds": ["Pod"], "operations": ["CREATE"]}
+    node_choices = {"no-foreign-dedicated-tolerations", "no-foreign-dedicated-nodes", "gpu-nodes-need-a-gpu-request"}
+    for name, rule in rules.items():
+        # Node choices can be added to an existing pod by UPDATE (tolerations; selectors on gated pods).
+        operations = ["CREATE", "UPDATE"] if name in node_choices else ["CREATE"]
+        assert rule["match"]["any"][0]["resources"] == {"kinds": ["Pod"], "operations": operations}
         assert rule["validate"]["failureAction"] == "Enforce"
     message = rules["no-foreign-dedicated-tolerations"]["validate"]["message"]
     slug = f"t-{level}"

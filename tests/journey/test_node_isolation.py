@@ -189,3 +189,37 @@ def test_the_platforms_vllm_endpoint_pods_pass(fleet, slug) -> None:
 def test_a_pod_cannot_name_its_node(fleet, slug) -> None:
     """`spec.nodeName` binds without the scheduler, so no NoSchedule taint keeps the pod off a node."""
     refused(runner.run(cpu_pod(nodeName="gpu-node-of-gamma"), NS[slug], fleet), "no-node-name", "spec.nodeName")
+
+
+@pytest.mark.parametrize("slug", SHARED)
+@pytest.mark.parametrize("added, rule", [
+    ({"key": DEDICATED, "operator": "Exists", "effect": "NoSchedule"}, "no-foreign-dedicated-tolerations"),
+    (GPU_TOLERATION, "gpu-nodes-need-a-gpu-request"),
+])
+def test_a_toleration_added_to_a_running_pod_is_refused(fleet, slug, added, rule) -> None:
+    """Review 2 re-check of N3: Kubernetes lets an UPDATE add tolerations to an existing pod, and vCluster copies
+    the virtual pod's tolerations to the host pod on every sync. A pod created compliant (say with a node-pool
+    selector the creation rules do not name) must not get the toleration that opens those nodes afterwards."""
+    created = cpu_pod(nodeSelector={"karpenter.sh/nodepool": "cpu-gamma"})
+    journey = runner.run(created, NS[slug], fleet)
+    assert journey.step("kyverno-validate").ok, journey  # admitted; it waits, Pending, for a node it may reach
+    assert journey.refusal is not None and journey.refusal[0] == "scheduler", journey
+    updated = copy.deepcopy(journey.step("kyverno-validate").pod)
+    updated["spec"]["tolerations"] = [*updated["spec"].get("tolerations", []), added]
+    policy = next(p for p in fleet.objects("Policy", NS[slug]) if p["metadata"]["name"] == "gpufleet-node-isolation")
+    decision = kyverno.kyverno_eval.admit(policy, updated, operation="UPDATE")
+    assert not decision.allowed and decision.rule == rule, decision
+
+
+@pytest.mark.parametrize("slug", sorted(TRUST))
+def test_kueues_admission_update_and_finalizer_removal_pass(fleet, slug) -> None:
+    """What Kueue does by UPDATE to a GPU pod -- its flavor's tolerations at admission, its finalizer gone at the
+    end (the pod then carries the nodeName it was bound to) -- passes every rule that sees UPDATE."""
+    journey = runner.run(workloads.inference_pod("whole"), NS[slug], fleet)
+    pod = copy.deepcopy(journey.trace[0][1].pod)
+    pod["spec"]["tolerations"] = [*pod["spec"].get("tolerations", []), GPU_TOLERATION]
+    pod["spec"]["nodeName"] = "node-1"
+    pod["metadata"]["finalizers"] = []
+    for policy in fleet.objects("Policy", NS[slug]):
+        decision = kyverno.kyverno_eval.admit(policy, pod, operation="UPDATE")
+        assert decision.allowed, (policy["metadata"]["name"], decision)
