@@ -135,7 +135,7 @@ def test_cursor_pagination_walks_every_row_once_in_creation_order(admin_api):
 
 @pytest.mark.parametrize("limit", ["0", "-1", "501", "abc", "\uff15", "5.0", " 5", "1e2", ""])
 def test_a_limit_outside_what_the_schema_says_is_a_400_naming_it(admin_api, limit):
-    """Issue 27, strict types: DRF served the default page for 0/-1/abc and read a full-width "５" as 5."""
+    """Issue 27, strict types: DRF served the default page for 0/-1/abc and read a full-width five (U+FF15) as 5."""
     factories.tenant("vision")
     response = admin_api.get(URL, {"limit": limit})
     assert response.status_code == 400, response.content

@@ -5,7 +5,7 @@ which is what an automation client walking a whole collection needs. Order is st
 i.e. creation order, the same on every page.
 
 `?limit=` is held to what the OpenAPI document says (an integer from 1 to 500, ASCII digits): DRF's own
-parsing fell back to the default page for `0`, `-1` or `abc` and took `５` (a full-width digit, which
+parsing fell back to the default page for `0`, `-1` or `abc` and took `U+FF15` (a full-width 5, which
 Python's int() reads) as 5, so a client's typo silently changed what a page held. A bad value is a 400
 naming `limit` (issue 27, strict types).
 """
