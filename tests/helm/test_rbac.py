@@ -59,6 +59,7 @@ def test_a_full_demo_fleet_renders_exactly_the_listed_kinds(gitops_repo: Path, e
     need_binary("git")
     need_reference()
     settings.GPUFLEET_TOPOLOGY_LEVELS = ["gpufleet.io/topology-block"]  # the option that renders KAI's Topology
+    settings.GPUFLEET_PROMETHEUS_OPERATOR = True  # ... and the one that renders the capacity rules (Kueue scraped)
     call_command("demo")
     kinds = _kinds(gitops_repo)
     # The capacity alerts are a PrometheusRule or a VMRule, by a setting: render the fleet with the other one.
