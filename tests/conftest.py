@@ -24,6 +24,32 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # type
     return report
 
 
+# The modules whose tests take a minute or more each (a browser crawl per role, Terraform apply-to-destroy, the
+# README walk-through, the schemathesis contract, a killed worker): collected first, in their own order. xdist's
+# `worksteal` hands each worker a contiguous half and lets the idle one steal from the *end* of the other's
+# queue, so long tests at the front run while the short ones are shared out, and none is the run's last tail.
+# Whole modules move, so a module-scoped fixture is still set up once. Seen in CI: `benchmarks/README.md`.
+SLOW_FIRST = (
+    "tests/portal/test_crawl.py",
+    "tests/terraform/test_provider.py",
+    "tests/test_readme_cli.py",
+    "tests/terraform/test_clusters.py",
+    "tests/api/test_contract.py",
+    "tests/faults/test_worker_killed.py",
+    "tests/portal/test_browser.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {path: i for i, path in enumerate(SLOW_FIRST)}
+    root = Path(str(config.rootpath))
+
+    def key(item: pytest.Item) -> int:
+        return rank.get(Path(str(item.path)).relative_to(root).as_posix(), len(SLOW_FIRST))
+
+    items.sort(key=key)  # stable: every other test keeps its collection order
+
+
 @pytest.fixture(autouse=True)
 def _isolated_platform(settings, tmp_path: Path) -> None:
     """Every test gets its own GitOps repository and the shared upstream reference data."""
