@@ -83,6 +83,10 @@ output "kubeconfig" {{
 output "namespace" {{
   value = gpufleet_tenant.t.namespace
 }}
+
+output "endpoint_gated" {{
+  value = gpufleet_inference_endpoint.chat.gated
+}}
 '''
     if token:
         hcl += '''
@@ -109,11 +113,13 @@ def test_a_configuration_lives_from_apply_to_destroy(platform, tmp_path):
     assert tenant.phase == "ready" and tenant.display_name == "Vision research"
     quota = Quota.objects.get(tenant=tenant)
     assert (quota.flavor.name, quota.nominal, quota.borrowing_limit, quota.lending_limit) == ("a100", 2, 2, None)
-    assert InferenceEndpoint.objects.get(tenant=tenant).name == "chat"
+    endpoint = InferenceEndpoint.objects.get(tenant=tenant)
+    assert (endpoint.name, endpoint.gated) == ("chat", False)
     assert Membership.objects.get(tenant=tenant, user__username="bob").role == "member"
     out = ws.outputs()
     assert out["flavors"] == [{"name": "a100", "mode": "whole", "gpu_model": "a100-80gb"}]
     assert out["phase"] == "ready" and out["namespace"] == "tenant-vision"
+    assert out["endpoint_gated"] is False  # computed: the API's default, and no diff on the next plan
     assert "https://sso.example.test" in out["kubeconfig"] and "vision" in out["kubeconfig"]
     assert out["ci_token"].startswith("gpf_")
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from tf.iface import CreateContext, DeleteContext, ImportContext, ReadContext, Resource, UpdateContext
 from tf.schema import Attribute, Schema
-from tf.types import Number, String, Unknown
+from tf.types import Bool, Number, String, Unknown
 
 from .client import ApiError
 from .common import Base, guarded, split_key
@@ -186,13 +186,18 @@ class InferenceEndpoint(Base, Resource):
                       description="Waiting requests per replica (default 5)"),
             Attribute("kv_cache_target", Number(), optional=True, computed=True, requires_replace=True,
                       description="KV-cache use per replica, 0.05-1 (default 0.8)"),
+            # A gated model (Llama, Mistral...) needs the tenant's Hugging Face token: its pods wait for it in
+            # the tenant's secret store. The API refuses `gated` without a store, on `gated`.
+            Attribute("gated", Bool(), optional=True, computed=True, requires_replace=True,
+                      description="The model is gated on Hugging Face: pods wait for the tenant's token "
+                                  "(default false)"),
         ])
 
     @staticmethod
     def state(row: dict[str, Any]) -> dict[str, Any]:
         return {"id": str(row["id"]), "tenant": row["tenant"], "name": row["name"], "model": row["model"],
                 "tier": row["tier"], "deployment": row["deployment"], "queue_target": number(row["queue_target"]),
-                "kv_cache_target": number(row["kv_cache_target"])}
+                "kv_cache_target": number(row["kv_cache_target"]), "gated": bool(row["gated"])}
 
     @guarded("creating the inference endpoint")
     def create(self, ctx: CreateContext, planned: dict[str, Any]) -> dict[str, Any] | None:
