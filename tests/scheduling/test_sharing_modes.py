@@ -20,6 +20,14 @@ def test_the_modes_and_their_order() -> None:
     assert sharing.ordered(["hami", "whole", "nope", "mig"]) == ["whole", "mig", "hami"]
 
 
+def test_the_simulator_knows_every_mode() -> None:
+    # The simulator core may not import gpufleet (import contract): its scenario schema lists the modes itself.
+    from scheduling.simulator.scenario import SCHEMA
+
+    flavor = SCHEMA["properties"]["fleet"]["properties"]["flavors"]["items"]["properties"]
+    assert tuple(flavor["mode"]["enum"]) == sharing.NAMES
+
+
 def test_the_database_choices_are_the_registrys() -> None:
     assert Flavor._meta.get_field("mode").choices == [
         ("whole", "Whole GPU"), ("mig", "MIG instance"), ("hami", "HAMi share")]
