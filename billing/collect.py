@@ -1,7 +1,8 @@
 """Usage collection: measure a window in the TSDB (billing.metering), store it (billing.actions).
 
-The measurement is metering's pure `measure_report`; this module only wires the catalog, the host
-clusters' metrics sources and the settings to it and hands the result to `actions.store_usage_batches`,
+The measurement is a metering `UsageSource` (PromQL against each host cluster's metrics source, from
+`gpufleet.core.metrics`); this module only wires the catalog, the host clusters' metrics sources and the
+settings to it and hands the result to `actions.store_usage_batches`,
 which replaces the window's rows.
 """
 
@@ -13,12 +14,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 from gpufleet import clock, gcpause
+from gpufleet.core import metrics
 from infra.metrics import MetricsClient
 from scheduling.models import Cluster, Flavor, default_cluster_id
 from tenants.errors import ActionError
 
 from . import actions, conf
 from .metering import usage as metering
+from .metering.source import PromQLUsageSource, UsageSource
 from .models import UsageCollection
 
 HOUR = timedelta(hours=1)
@@ -47,22 +50,30 @@ def options() -> dict[str, object]:
         "max_gap_scrapes": int(conf.text("GPUFLEET_MAX_GAP_SCRAPES")),
         "share_rule": conf.text("GPUFLEET_HAMI_SHARE_RULE"),
         "usage_metric": conf.text("GPUFLEET_USAGE_METRIC"),
+        "dialect": metrics.dialect(),
     }
 
 
 def metrics_client() -> MetricsClient:
-    return MetricsClient(conf.text("GPUFLEET_METRICS_URL"))
+    """The platform's shared metrics source."""
+    return metrics.client()
+
+
+def usage_source(querier: metering.RangeQuerier) -> UsageSource:
+    """How the collector measures one metrics source: PromQL in the configured dialect and settings."""
+    return PromQLUsageSource(querier, cluster_label=conf.text("GPUFLEET_METRICS_CLUSTER_LABEL"),
+                             chunk_hours=PER_SLOT_CHUNK_HOURS, hourly_chunk_hours=TASK_HOURS,
+                             **options())  # type: ignore[arg-type]
 
 
 def cluster_sources() -> list[tuple[str, list[metering.ClusterSource]]]:
     """(metrics URL, the clusters measured from it): a cluster's own `metrics_url`, else the platform's
     GPUFLEET_METRICS_URL ("" when unset); clusters sharing a source are told apart by `metrics_label`."""
-    shared = conf.text("GPUFLEET_METRICS_URL")
     if not Cluster.objects.exists():
         default_cluster_id()  # a flushed database: usage without a cluster is the default cluster's
     groups: dict[str, list[metering.ClusterSource]] = defaultdict(list)
-    for name, url, label in Cluster.objects.order_by("name").values_list("name", "metrics_url", "metrics_label"):
-        groups[url or shared].append(metering.ClusterSource(name, label))
+    for cluster in Cluster.objects.order_by("name").only("name", "metrics_url", "metrics_label"):
+        groups[metrics.url_of(cluster)].append(metering.ClusterSource(cluster.name, cluster.metrics_label))
     return sorted(groups.items())
 
 
@@ -75,22 +86,18 @@ def collect(start: datetime, end: datetime, client: metering.RangeQuerier | None
     source at a time, up to GPUFLEET_METERING_CONCURRENCY queries in flight, while the main thread writes the
     rows already measured (the TSDB and PostgreSQL work at the same time); the write is still one
     transaction over the whole window (`actions.store_usage_batches`)."""
-    specs, opts = flavor_specs(), options()
-    shared = conf.text("GPUFLEET_METRICS_URL")
+    specs = flavor_specs()
+    shared = metrics.platform_url()
     tasks = []
     for url, clusters in cluster_sources():
         querier = (clients or {}).get(url) or (client if url == shared and client is not None else None)
-        if querier is None:
-            querier = MetricsClient(url) if url else metrics_client()
-        tasks += [(querier, clusters, lower, upper) for lower, upper in _spans(start, end)]
+        source = usage_source(querier if querier is not None else metrics.client_at(url))
+        tasks += [(source, clusters, lower, upper) for lower, upper in _spans(start, end)]
     in_flight = max(1, int(conf.text("GPUFLEET_METERING_CONCURRENCY")))
 
-    def measure(querier: metering.RangeQuerier, clusters: list[metering.ClusterSource], lower: datetime,
+    def measure(source: UsageSource, clusters: list[metering.ClusterSource], lower: datetime,
                 upper: datetime) -> metering.Report:
-        return metering.measure_report(querier, specs, lower, upper, clusters=clusters,  # type: ignore[arg-type]
-                                       cluster_label=conf.text("GPUFLEET_METRICS_CLUSTER_LABEL"),
-                                       chunk_hours=PER_SLOT_CHUNK_HOURS, hourly_chunk_hours=TASK_HOURS,
-                                       **opts)
+        return source.measure(specs, lower, upper, clusters=clusters)
 
     def batches(pool: ThreadPoolExecutor) -> Iterator[tuple[list[metering.UsageSample], list[str]]]:
         pending: deque[Future[metering.Report]] = deque()

@@ -21,6 +21,8 @@ from dataclasses import asdict, dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
+from gpufleet.core import sharing
+
 HOURS_QUANTUM = Decimal("0.001")
 HOUR = Decimal(3600)
 
@@ -32,17 +34,31 @@ CAUSES = {
 }
 
 
-@dataclass(frozen=True)
 class Measured:
-    """A tenant's measured GPU-equivalent seconds in the month, by flavor mode."""
+    """A tenant's measured GPU-equivalent seconds in the month, by flavor mode: `Measured(whole=..., hami=...)`,
+    every mode of the sharing-mode registry (in its order), 0 where not given."""
 
-    whole: Decimal = Decimal(0)
-    mig: Decimal = Decimal(0)
-    hami: Decimal = Decimal(0)
+    __slots__ = ("seconds",)
+
+    def __init__(self, **seconds: Decimal) -> None:
+        unknown = set(seconds) - set(sharing.NAMES)
+        if unknown:
+            raise TypeError(f"not a sharing mode: {', '.join(sorted(unknown))}")
+        self.seconds: dict[str, Decimal] = {mode: seconds.get(mode, Decimal(0)) for mode in sharing.NAMES}
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Measured) and other.seconds == self.seconds
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.seconds.items()))
+
+    def __repr__(self) -> str:
+        return f"Measured({', '.join(f'{m}={s!r}' for m, s in self.seconds.items())})"
 
     @property
     def total(self) -> Decimal:
-        return self.whole + self.mig + self.hami
+        first, *rest = self.seconds.values()
+        return sum(rest, first)
 
 
 @dataclass(frozen=True)
@@ -91,7 +107,7 @@ def _hours(seconds: Decimal) -> Decimal:
 def compare(tenant: str, measured: Measured, opencost: OpenCostView | None, *, tolerance: Decimal,
             min_gpu_hours: Decimal) -> Row:
     hours = _hours(measured.total)
-    by_mode = {"whole": _hours(measured.whole), "mig": _hours(measured.mig), "hami": _hours(measured.hami)}
+    by_mode = {mode: _hours(seconds) for mode, seconds in measured.seconds.items()}
     namespace = f"tenant-{tenant}"
     if opencost is None or opencost.gpu_hours is None:
         return Row(tenant, namespace, hours, by_mode, None, None, None, None, flagged=hours > 0,
@@ -103,7 +119,7 @@ def compare(tenant: str, measured: Measured, opencost: OpenCostView | None, *, t
     flagged = abs(delta) > min_gpu_hours and ratio > tolerance
     causes: list[str] = []
     if flagged:
-        hami, mig = by_mode["hami"] > 0, by_mode["mig"] > 0
+        hami, mig = by_mode[sharing.HAMI.name] > 0, by_mode[sharing.MIG.name] > 0
         # Shares counted whole push OpenCost up, MIG pushes it down; with both, both are named.
         if hami and (delta > 0 or mig):
             causes.append("hami_counted_whole")
@@ -122,7 +138,7 @@ def rows(measured: Mapping[str, Measured], opencost: Mapping[str, OpenCostView] 
     means no OpenCost is configured: the measured side is listed and nothing is flagged."""
     if opencost is None:
         return [Row(slug, f"tenant-{slug}", _hours(m.total),
-                    {"whole": _hours(m.whole), "mig": _hours(m.mig), "hami": _hours(m.hami)},
+                    {mode: _hours(seconds) for mode, seconds in m.seconds.items()},
                     None, None, None, None, flagged=False) for slug, m in sorted(measured.items())]
     slugs = set(measured) | {ns.removeprefix("tenant-") for ns in opencost if ns.startswith("tenant-")}
     return [compare(slug, measured.get(slug, Measured()), opencost.get(f"tenant-{slug}"),
@@ -138,7 +154,7 @@ def measured_by_tenant(start: Any, end: Any) -> dict[str, Measured]:
     for row in (UsageRecord.objects.filter(hour__gte=start, hour__lt=end)
                 .values("tenant__slug", "flavor__mode").annotate(g=ExactSum("gpu_equivalent_seconds"))):
         out.setdefault(row["tenant__slug"], {})[row["flavor__mode"]] = row["g"]
-    return {slug: Measured(**{k: v for k, v in modes.items() if k in ("whole", "mig", "hami")})
+    return {slug: Measured(**{k: v for k, v in modes.items() if k in sharing.NAMES})
             for slug, modes in out.items()}
 
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 import re
 from decimal import ROUND_HALF_UP, Decimal
 
-WHOLE, MIG, HAMI = "whole", "mig", "hami"
-MODES = (WHOLE, MIG, HAMI)
+from gpufleet.core import sharing
+
+# Mode names (gpufleet.core.sharing is their one definition).
+WHOLE, MIG, HAMI = sharing.WHOLE.name, sharing.MIG.name, sharing.HAMI.name
+MODES = sharing.NAMES
 # e.g. 1g.10gb, 3g.40gb, 7g.80gb, 1g.24gb+me
 MIG_PROFILE = re.compile(r"(?P<slices>[1-7])g\.(?P<mem>[0-9]+)gb(\+me)?")  # always fullmatch (no "\n" tail)
 # An A100/H100 has 7 compute slices; a MIG instance's share of the GPU is slices / 7.
@@ -16,10 +19,7 @@ WEIGHT_QUANTUM = Decimal("0.0001")
 
 def resource_name(mode: str, mig_profile: str = "") -> str:
     """The extended resource a pod asks for to get one unit of this flavor."""
-    if mode == MIG:
-        return f"nvidia.com/mig-{mig_profile}"
-    # Whole GPUs and HAMi vGPUs are both counted as nvidia.com/gpu; HAMi adds gpumem/gpucores.
-    return "nvidia.com/gpu"
+    return sharing.get(mode).resource(mig_profile)
 
 
 def default_weight(mode: str, mig_profile: str = "", memory_percent: int | None = None,
@@ -56,13 +56,11 @@ def covered_resources(mode: str, mig_profile: str = "", memory_percent: int | No
     """Every extended resource a pod of this flavor requests. The first is the unit counted by quota;
     HAMi shares also request core and memory percentages, which the ClusterQueue must cover too."""
     names = [resource_name(mode, mig_profile)]
-    if mode == HAMI:
-        if cores_percent:
-            names.append(HAMI_CORES)
-        if memory_percent:
-            names.append(HAMI_MEMORY_PERCENT)
+    # A share resource is covered when the flavor sets its amount (per_unit in scheduling.inputs).
+    amounts = {HAMI_CORES: cores_percent, HAMI_MEMORY_PERCENT: memory_percent}
+    names.extend(r for r in sharing.get(mode).share_resources if amounts.get(r))
     return names
 
 
-HAMI_CORES = "nvidia.com/gpucores"
-HAMI_MEMORY_PERCENT = "nvidia.com/gpumem-percentage"
+HAMI_CORES = sharing.HAMI_CORES
+HAMI_MEMORY_PERCENT = sharing.HAMI_MEMORY_PERCENT

@@ -16,7 +16,7 @@ import yaml
 
 from infra.errors import InfraError
 
-from . import nodepools
+from . import catalog, nodepools
 from .inputs import Catalog
 from .prerequisites import (
     COMPONENTS,
@@ -116,7 +116,7 @@ def check_kueue_config(read: Read, cat: Catalog) -> list[Finding]:
 
 def check_hami_webhook(read: Read, cat: Catalog) -> list[Finding]:
     check = "hami/webhook"
-    uses_hami = any(f.mode == "hami" for f in cat.flavors)
+    uses_hami = any(f.mode == catalog.HAMI for f in cat.flavors)
     found = read("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations") or {}
     hooks = [h for cfg in found.get("items", []) for h in cfg.get("webhooks", []) if h.get("name") == HAMI_WEBHOOK]
     if not hooks:
@@ -368,8 +368,8 @@ def check_vcluster_pods(read: Read) -> list[Finding]:
 def check_hami_device_plugin(read: Read, cat: Catalog) -> list[Finding]:
     """B5 (issue 26): HAMi's device plugin runs on the HAMi pools' nodes (and only there)."""
     check = "hami/device-plugin"
-    hami_pools = [p.name for p in cat.node_pools if p.flavor.mode == "hami"]
-    if not any(f.mode == "hami" for f in cat.flavors):
+    hami_pools = [p.name for p in cat.node_pools if p.flavor.mode == catalog.HAMI]
+    if not any(f.mode == catalog.HAMI for f in cat.flavors):
         return [_ok(check, "no HAMi flavor")]
     if not hami_pools:
         return [_fail(check, "HAMi flavors exist but no NodePool serves them: no node ever offers a HAMi share",

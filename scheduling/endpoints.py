@@ -25,6 +25,7 @@ from typing import Any
 from infra.manifests import Manifest
 from tenants.isolation.network import SYNCED_MARKER
 
+from . import catalog
 from .defaults import DEFAULT_PRIORITY_CLASS
 from .inputs import Catalog, EndpointSpec
 from .nodepools import MODE_LABEL
@@ -110,7 +111,7 @@ def serving_deployment(meta: dict[str, Any], endpoint: EndpointSpec, image: str,
     # (it skips only pods naming another scheduler, HAMi@v2.10.0:pkg/scheduler/webhook.go:64-69) and
     # hami-scheduler can never place it on a whole-GPU node. Named here, the pod is right whatever the order.
     pod_labels[KAI_QUEUE_LABEL] = meta["namespace"]
-    node_selector = {**(node_selector or {}), MODE_LABEL: "whole"}
+    node_selector = {**(node_selector or {}), MODE_LABEL: catalog.WHOLE}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",

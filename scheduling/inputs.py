@@ -12,6 +12,8 @@ from typing import Any
 
 from django.conf import settings
 
+from gpufleet.core import sharing
+
 from . import catalog, catalog_revision
 from .defaults import DEFAULT_PRIORITY_CLASS, PRIORITY_CLASSES
 
@@ -46,13 +48,13 @@ class FlavorSpec:
         """What KAI charges a queue's `gpu` for one unit of this flavor: 1 for a whole GPU, the compute
         slices for a MIG instance (KAI v0.13.0 sums MIG scalars into its GPU count by their `<n>g`,
         pkg/scheduler/api/resource_info, see kai-scheduler/KAI-Scheduler#987), and 0 for HAMi, whose
-        pods KAI never sees (hami-scheduler binds them)."""
-        if self.mode == catalog.WHOLE:
-            return 1
+        pods KAI never sees (hami-scheduler binds them): a mode's scheduler is the registry's."""
+        if sharing.get(self.mode).scheduler != sharing.KAI_SCHEDULER:
+            return 0
         if self.mode == catalog.MIG:
             match = catalog.MIG_PROFILE.match(self.mig_profile)
             return int(match["slices"]) if match else 0
-        return 0
+        return 1
 
     def per_unit(self, resource: str) -> int:
         """Amount of `resource` one unit of this flavor requests (HAMi percentages per vGPU)."""

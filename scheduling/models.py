@@ -7,6 +7,8 @@ from decimal import Decimal
 from django.conf import settings
 from django.db import models
 
+from gpufleet.core import sharing
+
 from . import catalog
 
 # Host clusters, per-cluster offers and tenant placements (issue 9).
@@ -48,14 +50,10 @@ class GpuModel(models.Model):
 
 
 class Flavor(models.Model):
-    class Mode(models.TextChoices):
-        WHOLE = catalog.WHOLE, "Whole GPU"
-        MIG = catalog.MIG, "MIG instance"
-        HAMI = catalog.HAMI, "HAMi share"
-
     name = models.CharField(max_length=63, unique=True)
     gpu_model = models.ForeignKey(GpuModel, on_delete=models.PROTECT, related_name="flavors")
-    mode = models.CharField(max_length=10, choices=Mode.choices)
+    # The sharing-mode registry's modes (a new one changes the choices: makemigrations records it).
+    mode = models.CharField(max_length=10, choices=sharing.choices())
     mig_profile = models.CharField(max_length=20, blank=True)
     memory_percent = models.PositiveSmallIntegerField(null=True, blank=True)
     cores_percent = models.PositiveSmallIntegerField(null=True, blank=True)

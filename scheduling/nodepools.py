@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpufleet.core import sharing
 from infra.manifests import Manifest
 from tenants.isolation.policy import GPU_FLAVOR_LABEL, GPU_MODE_LABEL, GPU_TAINT_KEY
 
@@ -102,7 +103,7 @@ def kueue_tas_refusal(flavor: FlavorSpec, cat: Catalog) -> str:
       pods Karpenter provisions for -- so a flavor whose pool scales from zero would never get a node.
     So the platform renders no topologyName at all; the topology levels serve KAI and the pools' labels."""
     reasons = [f"its ClusterQueues also hold the non-TAS {HOST_FLAVOR} flavor for cpu/memory"]
-    if flavor.mode == "hami":
+    if flavor.mode == catalog.HAMI:
         reasons.append("HAMi shares are not node allocatable")
     if pools_of(flavor, cat):
         reasons.append("its nodes come from Karpenter, which never provisions for a gated pod")
@@ -131,23 +132,21 @@ def requirements(pool: NodePoolSpec, cat: Catalog) -> list[dict[str, Any]]:
     return out
 
 
-# Where HAMi's device plugin runs (prerequisites: the HAMi release's devicePlugin.nvidiaNodeSelector): the chart's
-# default key `gpu: "on"` (Helm keeps it under ours) and our mode label. Only HAMi pools' nodes carry both.
-HAMI_NODE_SELECTOR = {"gpu": "on", MODE_LABEL: "hami"}
-# A HAMi node's GPUs are HAMi's alone: the GPU operator's own device plugin would advertise the same
-# `nvidia.com/gpu` and hand out whole cards beside HAMi's shares. The operator skips a node labelled so
-# (NVIDIA gpu-operator's per-node `nvidia.com/gpu.deploy.<operand>` labels).
-HAMI_NODE_LABELS = {**HAMI_NODE_SELECTOR, "nvidia.com/gpu.deploy.device-plugin": "false"}
+# A HAMi pool's node labels (the registry's: the mode label, HAMi's `gpu: "on"`, the GPU operator's device
+# plugin switched off). Where HAMi's device plugin runs (prerequisites: the HAMi release's
+# devicePlugin.nvidiaNodeSelector): the chart's default key `gpu: "on"` (Helm keeps it under ours) and our mode
+# label. Only HAMi pools' nodes carry both.
+HAMI_NODE_LABELS = sharing.HAMI.node_labels
+HAMI_NODE_SELECTOR = {key: HAMI_NODE_LABELS[key] for key in ("gpu", MODE_LABEL)}
 
 
 def pool_labels(pool: NodePoolSpec, cat: Catalog) -> dict[str, str]:
     flavor = pool.flavor
     labels = {**topology_labels(pool.name, cat), **flavor_node_labels(flavor),
               POOL_LABEL: pool.name, FLAVOR_LABEL: flavor.name, MODE_LABEL: flavor.mode}
-    if flavor.mode == "mig" and flavor.mig_profile:
+    if flavor.mode == catalog.MIG and flavor.mig_profile:
         labels[MIG_CONFIG_LABEL] = f"all-{flavor.mig_profile}"
-    if flavor.mode == "hami":
-        labels.update(HAMI_NODE_LABELS)
+    labels.update(sharing.get(flavor.mode).node_labels)
     return dict(sorted(labels.items()))
 
 
@@ -155,7 +154,7 @@ def hami_device_plugin_tolerations(cat: Catalog) -> list[dict[str, Any]]:
     """Every taint a HAMi pool puts on its nodes, tolerated by key (Exists): the GPU taint, a trust-level
     reservation, a dedicated tenant's, and the HAMi flavors' own taints (pool_taints)."""
     keys = {GPU_TAINT["key"], TRUST_TAINT_KEY, DEDICATED_LABEL}
-    keys |= {t["key"] for f in cat.flavors if f.mode == "hami" for t in f.taints if t.get("key")}
+    keys |= {t["key"] for f in cat.flavors if f.mode == catalog.HAMI for t in f.taints if t.get("key")}
     return [{"key": key, "operator": "Exists"} for key in sorted(keys)]  # any effect
 
 
@@ -204,7 +203,7 @@ def _node_pool(name: str, metadata: dict[str, Any], pool: NodePoolSpec, cat: Cat
                     "taints": taints,
                 },
             },
-            "limits": {"nvidia.com/gpu": gpu_limit},
+            "limits": {sharing.GPU_RESOURCE: gpu_limit},
             "disruption": {
                 "consolidationPolicy": pool.consolidation_policy,
                 "consolidateAfter": pool.consolidate_after,
@@ -224,10 +223,10 @@ def overlay_capacity(pool: NodePoolSpec) -> dict[str, str]:
     """Extended resources a node of this pool offers beyond the cloud's `nvidia.com/gpu`: MIG slices
     (mig-parted `all-<profile>`: whole slices per GPU) or HAMi's percentages (100 per GPU)."""
     flavor, gpus = pool.flavor, pool.gpus_per_node
-    if flavor.mode == "mig":
+    if flavor.mode == catalog.MIG:
         return {flavor.resource: str(catalog.units_per_gpu(flavor.weight) * gpus)}
-    if flavor.mode == "hami":
-        return {r: str(100 * gpus) for r in flavor.resources if r != "nvidia.com/gpu"}
+    if flavor.mode == catalog.HAMI:
+        return {r: str(100 * gpus) for r in flavor.resources if r != flavor.resource}
     return {}
 
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from gpufleet.core import sharing
 from infra.kube.nodes import ClusterOps
 from tenants.models import Tenant
 
@@ -109,7 +110,7 @@ class Sources:
                        if (_meta(n).get("labels") or {}).get(POOL_LABEL) == pool.name
                        or (_meta(n).get("labels") or {}).get(KARPENTER_POOL) == pool.name
                        for k, v in ((n.get("status") or {}).get("capacity") or {}).items()
-                       if k == "nvidia.com/gpu" or k.startswith("nvidia.com/mig-"))
+                       if sharing.counts_gpus(k))
             launching = tuple(sorted(
                 str(_meta(c).get("name")) for c in claims
                 if (_meta(c).get("labels") or {}).get(KARPENTER_POOL) == pool.name
@@ -189,7 +190,7 @@ def _requests_gpu(pod: dict[str, Any]) -> bool:
     for container in (pod.get("spec") or {}).get("containers") or []:
         resources = container.get("resources") or {}
         for kind in ("requests", "limits"):
-            if any(k == "nvidia.com/gpu" or k.startswith("nvidia.com/mig-") for k in resources.get(kind) or {}):
+            if any(sharing.counts_gpus(k) for k in resources.get(kind) or {}):
                 return True
     return False
 

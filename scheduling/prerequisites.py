@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from gpufleet.core import sharing
 from infra.manifests import INSTALLS_CRDS, TENANT_LABEL, Manifest, to_yaml
 from tenants.render import RenderContext, platform_metadata, platform_section
 
@@ -189,11 +190,11 @@ def values_of(component: Component, cat: Catalog) -> dict[str, Any]:
             # "kyverno-resource-mutating-webhook-cfg", so Kyverno names KAI for whole/MIG pods before HAMi
             # looks at them and HAMi skips pods that already name another scheduler (docs/scheduling.md).
             "fullnameOverride": "vgpu",
-            "resourceName": "nvidia.com/gpu",
-            "resourceMem": "nvidia.com/gpumem",
-            "resourceMemPercentage": "nvidia.com/gpumem-percentage",
-            "resourceCores": "nvidia.com/gpucores",
-            "schedulerName": "hami-scheduler",
+            "resourceName": sharing.GPU_RESOURCE,
+            "resourceMem": sharing.HAMI_MEMORY,
+            "resourceMemPercentage": sharing.HAMI_MEMORY_PERCENT,
+            "resourceCores": sharing.HAMI_CORES,
+            "schedulerName": sharing.HAMI.scheduler,
             # The webhook skips namespaces labelled hami.io/webhook=ignore (chart templates/scheduler/
             # webhook.yaml); the platform's own namespaces are excluded by name as well. And it is called for
             # tenant namespaces only (HAMI_WEBHOOK_SCOPE): HAMi denies any pod that asks for nvidia.com/gpu

@@ -179,10 +179,8 @@ def read_cluster(query: Query, label: str) -> ClusterSamples:
 
 def collect(tenants: Any, at: datetime, *, client_for: Callable[[str], Any] | None = None) -> list[QueueRow]:
     """The queue view of `tenants` (a queryset already scoped to the caller) at `at`."""
-    from django.conf import settings
-
     from billing import metrics_source
-    from infra.metrics import MetricsClient
+    from gpufleet.core import metrics
 
     from .models import Flavor, Placement, Quota
     from .placement_actions import leaving
@@ -193,11 +191,11 @@ def collect(tenants: Any, at: datetime, *, client_for: Callable[[str], Any] | No
     quotas = [QuotaFact(q.tenant.slug, q.flavor.name, q.cluster.name, q.nominal, q.borrowing_limit) for q in
               Quota.objects.filter(tenant__in=tenants).select_related("tenant", "flavor", "cluster")]
     resources = {f.name: f.resource_name for f in Flavor.objects.all()}
-    make = client_for or MetricsClient
+    make = client_for or metrics.client_at
     clusters = {p.cluster for p in rows}
     samples: dict[str, ClusterSamples] = {}
     for cluster in sorted(clusters, key=lambda c: c.name):
-        url = cluster.metrics_url or settings.GPUFLEET_METRICS_URL
+        url = metrics.url_of(cluster)
         if not url:
             samples[cluster.name] = ClusterSamples(error="no metrics source configured")
             continue
@@ -238,10 +236,8 @@ def wait_history(tenants: Any, at: datetime, *, hours: int = 24,
     (the page shows the outage once)."""
     from datetime import timedelta
 
-    from django.conf import settings
-
     from billing import metrics_source
-    from infra.metrics import MetricsClient
+    from gpufleet.core import metrics
 
     from .models import Placement
     from .placement_actions import leaving
@@ -253,10 +249,10 @@ def wait_history(tenants: Any, at: datetime, *, hours: int = 24,
     several = {p.tenant.slug for p in rows if sum(q.tenant_id == p.tenant_id for q in rows) > 1}
     history: dict[str, list] = {}
     for cluster in sorted({p.cluster for p in rows}, key=lambda c: c.name):
-        url = cluster.metrics_url or settings.GPUFLEET_METRICS_URL
+        url = metrics.url_of(cluster)
         if not url or (client_for is None and metrics_source.probe(url)):
             continue
-        client = (client_for or MetricsClient)(url)
+        client = (client_for or metrics.client_at)(url)
         tenant_of = {namespace_of(p.tenant.slug): (f"{p.tenant.slug} on {cluster.name}" if p.tenant.slug in several
                                                    else p.tenant.slug) for p in rows if p.cluster == cluster}
         try:

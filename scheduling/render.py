@@ -17,6 +17,7 @@ import math
 from decimal import Decimal
 from typing import Any
 
+from gpufleet.core import sharing
 from infra.manifests import Manifest
 from tenants import syncer_gates
 from tenants.isolation.config import of_view
@@ -170,10 +171,9 @@ def render_platform_scheduling(ctx: RenderContext) -> list[Manifest]:
 
 
 def allowed_flavors(view: TenantView, cat: Catalog, sched: TenantScheduling) -> list[FlavorSpec]:
-    """The flavors the tenant's trust level allows, whole GPUs first (Kueue tries flavors in order)."""
+    """The flavors the tenant's trust level allows, in the registry's mode order (Kueue tries flavors in order)."""
     modes = sched.allowed_modes if sched.allowed_modes is not None else modes_of_view(view)
-    order = {"whole": 0, "mig": 1, "hami": 2}
-    return sorted((f for f in cat.flavors if f.mode in modes), key=lambda f: (order[f.mode], f.name))
+    return sorted((f for f in cat.flavors if f.mode in modes), key=lambda f: (sharing.position(f.mode), f.name))
 
 
 def resource_groups(flavors: list[FlavorSpec], quotas: dict[str, QuotaSpec], *, cohort: bool) -> list[dict]:
@@ -368,7 +368,7 @@ def gpu_quota_keys(view: TenantView, ctx: RenderContext) -> dict[str, str]:
     that escaped Kueue (vCluster's syncer strips Kueue's gate, docs/isolation.md) is still refused
     beyond this at creation. Without scheduling data: no GPUs at all."""
     sched = scheduling_of(view)
-    hard: dict[str, int] = {"requests.nvidia.com/gpu": 0}
+    hard: dict[str, int] = {f"requests.{sharing.GPU_RESOURCE}": 0}
     if sched is None:
         return {k: str(v) for k, v in hard.items()}
     for flavor in allowed_flavors(view, catalog_of(ctx), sched):

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpufleet.core import sharing
 from infra.manifests import Manifest
-from tenants.isolation.policy import HAMI, MIG, MODE_RESOURCES, WHOLE
 from tenants.render import TenantView, metadata
 
 from .nodepools import MODE_LABEL
@@ -28,7 +28,7 @@ PRIORITY_POLICY = "gpufleet-priority-classes"
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 KAI_QUEUE_LABEL = "kai.scheduler/queue"
-KAI_SCHEDULER = "kai-scheduler"
+KAI_SCHEDULER = sharing.KAI_SCHEDULER
 
 # Every extended resource name a pod asks for, in containers and init containers, limits and requests,
 # flattened into one list (a container without resources contributes nothing, never a null).
@@ -38,10 +38,10 @@ _PARTS = [
     for field in ("limits", "requests")
 ]
 ALL_RESOURCES = "{{ [" + ", ".join(_PARTS) + "][] }}"
-GPU_PATTERNS = [p for mode in (WHOLE, MIG, HAMI) for p in MODE_RESOURCES[mode]]
-KAI_PATTERNS = [*MODE_RESOURCES[WHOLE], *MODE_RESOURCES[MIG]]
-HAMI_PATTERNS = list(MODE_RESOURCES[HAMI])
-MIG_PATTERNS = list(MODE_RESOURCES[MIG])
+GPU_PATTERNS = [p for mode in sharing.MODES for p in mode.resource_patterns]
+# Pods asking for a KAI-scheduled mode's resources and none of another scheduler's get KAI.
+KAI_PATTERNS = [p for mode in sharing.scheduled_by(KAI_SCHEDULER) for p in mode.resource_patterns]
+HAMI_PATTERNS = [p for mode in sharing.MODES if mode.scheduler != KAI_SCHEDULER for p in mode.resource_patterns]
 
 
 def _pod_create() -> dict[str, Any]:
@@ -69,13 +69,12 @@ def gpu_mode_rules() -> list[dict[str, Any]]:
     naming a share resource. A pod mixing modes (MIG with `nvidia.com/gpu`, a share with a MIG slice) gets
     one mode and no flavor of the other matches: Kueue refuses it, as no node offers both."""
     none_of = {"key": ALL_RESOURCES, "operator": "AllNotIn"}
-    cases = [
-        (HAMI, [{"key": ALL_RESOURCES, "operator": "AnyIn", "value": HAMI_PATTERNS}]),
-        (MIG, [{"key": ALL_RESOURCES, "operator": "AnyIn", "value": MIG_PATTERNS},
-               {**none_of, "value": HAMI_PATTERNS}]),
-        (WHOLE, [{"key": ALL_RESOURCES, "operator": "AnyIn", "value": list(MODE_RESOURCES[WHOLE])},
-                 {**none_of, "value": MIG_PATTERNS}, {**none_of, "value": HAMI_PATTERNS}]),
-    ]
+    # A later mode of the registry wins over the earlier ones (sharing.MODES): its rule comes first, and
+    # each earlier mode's rule requires none of the later modes' resources (in registry order).
+    ranked = list(reversed(sharing.MODES))
+    cases = [(mode.name, [{"key": ALL_RESOURCES, "operator": "AnyIn", "value": list(mode.resource_patterns)},
+                          *({**none_of, "value": list(later.resource_patterns)} for later in reversed(ranked[:i]))])
+             for i, mode in enumerate(ranked)]
     return [{"name": f"{mode}-gpu-pods-select-{mode}-nodes", "match": _pod_create(),
              "preconditions": {"all": conditions},
              "mutate": {"patchStrategicMerge": {"spec": {"nodeSelector": {MODE_LABEL: mode}}}}}
@@ -126,7 +125,7 @@ def routing_policy(view: TenantView, local_queue: str) -> Manifest:
             # Whole-GPU and MIG pods are bound by KAI. Setting the scheduler also keeps HAMi's webhook
             # away (it skips pods that name another scheduler, pkg/scheduler/webhook.go v2.10.0), so a
             # whole GPU is never turned into a HAMi share. HAMi pods keep hami-scheduler.
-            "name": "whole-and-mig-pods-use-kai",
+            "name": "-and-".join(m.name for m in sharing.scheduled_by(KAI_SCHEDULER)) + "-pods-use-kai",
             "match": _pod_create(),
             "preconditions": {"all": [
                 {"key": ALL_RESOURCES, "operator": "AnyIn", "value": KAI_PATTERNS},

@@ -20,6 +20,7 @@ from django.db.models import F, Q
 
 from billing.models import Price, UsageRecord
 from gpufleet import clock
+from scheduling import catalog
 from scheduling.models import Cohort, Flavor, GpuNodePool, InferenceEndpoint, Quota, TenantScheduling
 from scheduling.simulator.replay import reconstruct_jobs
 from tenants.models import Tenant
@@ -30,9 +31,9 @@ _DURATION = re.compile(r"^(\d+)(s|m|h)$")
 
 
 def slices_per_gpu(flavor: Flavor) -> int:
-    if flavor.mode == "mig":
+    if flavor.mode == catalog.MIG:
         return MIG_SLICES.get(flavor.mig_profile.split(".")[0], 1)
-    if flavor.mode == "hami":
+    if flavor.mode == catalog.HAMI:
         share = flavor.cores_percent or flavor.memory_percent or 100
         return max(1, 100 // share)
     return 1

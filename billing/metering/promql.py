@@ -61,6 +61,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gpufleet.core.metrics import DIALECTS
+
 DCGM_IDENTITY = ("namespace", "pod", "container", "UUID", "GPU_I_ID", "GPU_I_PROFILE", "modelName")
 DCGM_GROUP = ("namespace", "modelName", "GPU_I_PROFILE")
 HAMI_IDENTITY = ("namespace", "pod", "container_index", "device_uuid")
@@ -71,7 +73,8 @@ HAMI_CORES = "hami_vgpu_core_allocated_ratio"
 HAMI_DEVICE_MEMORY = "hami_gpu_memory_limit_bytes"
 
 SHARE_RULES = ("max", "memory", "cores")
-DIALECTS = ("metricsql", "promql")  # VictoriaMetrics (default) | any Prometheus-compatible TSDB
+# DIALECTS: "metricsql" (VictoriaMetrics, default) | "promql" (any Prometheus-compatible TSDB), as configured
+# by GPUFLEET_METRICS_DIALECT (gpufleet.core.metrics).
 
 
 @dataclass(frozen=True)

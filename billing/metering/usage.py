@@ -58,8 +58,13 @@ from sys import intern
 from typing import NamedTuple, Protocol
 
 from billing.metering.promql import DIALECTS, HOURLY_FLAG, OLD_NAMES_MARKER, SHARE_RULES, Queries, QuerySettings
+from gpufleet.core import sharing
 
-WHOLE, MIG, HAMI = "whole", "mig", "hami"
+# The modes measured from each kind of series (the registry's metering identities): dcgm-exporter's per-GPU
+# series, its per-MIG-instance series, HAMi's per-share series. One mode per identity, or usage could not
+# be told apart; a mode with a new identity brings its own query here.
+WHOLE, MIG, HAMI = (sharing.by_metering(identity).name
+                    for identity in (sharing.DCGM_GPU, sharing.DCGM_MIG_INSTANCE, sharing.HAMI_SHARE))
 DEFAULT_USAGE_METRIC = "DCGM_FI_DEV_FB_USED"
 DEFAULT_SCRAPE_INTERVAL = 30
 DEFAULT_MAX_GAP_SCRAPES = 3

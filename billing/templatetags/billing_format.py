@@ -8,10 +8,12 @@ from typing import Any
 
 from django import template
 
+from gpufleet.core import sharing
+
 register = template.Library()
 
-# What one unit-hour of each flavor mode is called (scheduling.models.Flavor.Mode values).
-UNIT_HOURS = {"whole": "GPU-hours", "mig": "MIG instance-hours", "hami": "GPU share-hours"}
+# What one unit-hour of each flavor mode is called (the sharing-mode registry's words).
+UNIT_HOURS = {m.name: m.unit_hours for m in sharing.MODES}
 
 
 def _decimal(value: Any) -> Decimal | None:

@@ -11,7 +11,7 @@ from typing import Any
 from billing import collect as billing_collect
 from billing import conf as billing_conf
 from billing.invoicing import money
-from billing.metering.usage import RangeQuerier
+from billing.metering.usage import HAMI, RangeQuerier
 from billing.models import Price
 from tenants.models import Tenant
 
@@ -24,7 +24,8 @@ def options() -> measure.Options:
     opts = billing_collect.options()
     return measure.Options(scrape_interval=int(opts["scrape_interval"]),  # type: ignore[call-overload]
                            max_gap_scrapes=int(opts["max_gap_scrapes"]),  # type: ignore[call-overload]
-                           share_rule=str(opts["share_rule"]), usage_metric=str(opts["usage_metric"]))
+                           share_rule=str(opts["share_rule"]), usage_metric=str(opts["usage_metric"]),
+                           dialect=str(opts["dialect"]))
 
 
 def _thresholds(fleet: FleetSettings, own: TenantIdleSettings | None) -> Thresholds:
@@ -92,7 +93,7 @@ def idle_findings(start: datetime, end: datetime, *, tenants: list[str] | None =
         per_hour = _price(prices, run.flavor, run.start)
         # Priced as billing prices a unit: a whole GPU or MIG instance per unit-hour; a HAMi share by its
         # GPU fraction (billing's HAMi unit-seconds are share-weighted).
-        unit_seconds = run.gpu_equivalent_seconds if modes.get(run.flavor) == "hami" else Decimal(run.idle_seconds)
+        unit_seconds = run.gpu_equivalent_seconds if modes.get(run.flavor) == HAMI else Decimal(run.idle_seconds)
         out.append({
             "tenant": run.tenant_slug, "namespace": run.namespace, "pod": run.pod, "container": run.container,
             "device": run.device, "mig_instance": run.mig_instance, "flavor": run.flavor,

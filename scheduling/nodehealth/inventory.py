@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from gpufleet.core import sharing
+
 from ..nodepools import FLAVOR_LABEL, POOL_LABEL
 from .classify import Reading
 from .models import Signal
@@ -24,7 +26,7 @@ KUBELET_CONDITIONS = frozenset({"Ready", "MemoryPressure", "DiskPressure", "PIDP
 
 
 def _gpu_resource(name: str) -> bool:
-    return name == "nvidia.com/gpu" or name.startswith("nvidia.com/mig-")
+    return sharing.counts_gpus(name)
 
 
 def _count(raw: Any) -> int:

@@ -28,7 +28,7 @@ def _admin(request: HttpRequest) -> None:
 def health(request: HttpRequest) -> HttpResponse:
     _admin(request)
     error, report = "", []
-    outage = metrics_source.outage(kube.metrics_client_url())
+    outage = metrics_source.outage(kube.metrics_client_url(), cluster=kube.CLUSTER)
     if outage is None:
         try:
             report = assess(None, ops=kube.cluster_ops(), metrics=kube.metrics_client()).report()

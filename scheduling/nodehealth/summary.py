@@ -28,7 +28,7 @@ def health_summary(*, fresh: bool = False) -> dict[str, Any]:
     summary: dict[str, Any] = {"states": {state: 0 for state in SEVERITY}, "nodes": [], "error": "",
                                "dry_run": policy.dry_run,
                                "open_remediations": Remediation.objects.filter(finished__isnull=True).count()}
-    if outage := metrics_source.outage(kube.metrics_client_url()):
+    if outage := metrics_source.outage(kube.metrics_client_url(), cluster=kube.CLUSTER):
         summary["outage"] = outage
         return summary
     try:

@@ -7,44 +7,31 @@ Everything except `allowed_modes` / `level_modes` is pure.
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-WHOLE, MIG, HAMI = "whole", "mig", "hami"
-MODES = (WHOLE, MIG, HAMI)  # same spelling as scheduling.catalog
+from gpufleet.core import sharing
 
-DEFAULT_MODES: dict[str, frozenset[str]] = {
-    # A whole GPU per pod: no GPU memory, cache or SM is shared with anyone else.
-    "untrusted": frozenset({WHOLE}),
-    # MIG slices are partitioned in hardware (own SMs, L2 slices, memory controllers, fault domain).
-    "standard": frozenset({WHOLE, MIG}),
-    # HAMi shares a GPU with a CUDA-interposing library: limits are software-enforced.
-    "trusted": frozenset({WHOLE, MIG, HAMI}),
-}
+# Mode names and their meaning come from the sharing-mode registry (gpufleet.core.sharing).
+WHOLE, MIG, HAMI = sharing.WHOLE.name, sharing.MIG.name, sharing.HAMI.name
+MODES = sharing.NAMES
 
-# Extended resources (container limits/requests) that select each mode. HAMi's names are its chart
-# defaults (reference dcgm/hami.md); MIG uses the device plugin's `mixed` strategy names.
-MODE_RESOURCES: dict[str, tuple[str, ...]] = {
-    WHOLE: ("nvidia.com/gpu",),
-    MIG: ("nvidia.com/mig-*",),
-    HAMI: ("nvidia.com/gpumem", "nvidia.com/gpumem-percentage", "nvidia.com/gpucores"),
-}
+# The modes a trust level gets by default (each mode's `default_trust_levels`).
+DEFAULT_MODES: dict[str, frozenset[str]] = sharing.default_modes()
+
+# Extended resources (container limits/requests) that select each mode.
+MODE_RESOURCES: dict[str, tuple[str, ...]] = {m.name: m.resource_patterns for m in sharing.MODES}
 
 
 def order(modes: Iterable[str]) -> list[str]:
-    """Modes in the canonical order (whole, mig, hami): stable output for YAML and the API."""
-    chosen = set(modes)
-    return [m for m in MODES if m in chosen]
+    """Modes in the canonical order (the registry's): stable output for YAML and the API."""
+    return sharing.ordered(modes)
 
 
 def mode_of_resource(resource: str) -> str | None:
     """The allocation mode a resource name asks for, or None if it is not a GPU resource."""
-    for mode, patterns in MODE_RESOURCES.items():
-        if any(fnmatch.fnmatchcase(resource, p) for p in patterns):
-            return mode
-    return None
+    return sharing.mode_of_resource(resource)
 
 
 def forbidden_resources(allowed: Iterable[str]) -> list[str]:
@@ -88,8 +75,8 @@ DEDICATED_POOL_LABEL = "gpufleet.io/dedicated-tenant"
 # What marks a GPU node (scheduling.nodepools renders them from these): every GPU pool taints its nodes with
 # GPU_TAINT_KEY (NoSchedule) and labels them with the GPU mode and the flavor. Defined here, below both apps,
 # because the tenant's node-isolation policy (tenants.isolation.nodes) refuses them to pods without a GPU.
-GPU_TAINT_KEY = "nvidia.com/gpu"
-GPU_MODE_LABEL = "gpufleet.io/gpu-mode"
+GPU_TAINT_KEY = sharing.GPU_RESOURCE
+GPU_MODE_LABEL = sharing.GPU_MODE_LABEL
 GPU_FLAVOR_LABEL = "gpufleet.io/flavor"
 
 

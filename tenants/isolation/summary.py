@@ -10,17 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from gpufleet.core import sharing
+
 from . import policy
 from .models import TenantIsolation
 
-MODE_WORDS: dict[str, tuple[str, str]] = {
-    policy.WHOLE: ("Whole GPUs", "a GPU per pod (nvidia.com/gpu): nothing on the device is shared with another "
-                   "tenant."),
-    policy.MIG: ("MIG instances", "a hardware-partitioned slice of an A100/H100 (nvidia.com/mig-<profile>): own SMs, "
-                 "cache slices and memory; the driver and the node are shared."),
-    policy.HAMI: ("HAMi shares", "part of a GPU (nvidia.com/gpumem, gpumem-percentage, gpucores): limits are enforced "
-                  "in software by a CUDA-interposing library, so only trusted tenants get them."),
-}
+# Each mode's heading and sentence, from the sharing-mode registry.
+MODE_WORDS: dict[str, tuple[str, str]] = {m.name: (m.title, m.description) for m in sharing.MODES}
 
 
 def isolation_data(tenant: Any) -> dict[str, Any]:

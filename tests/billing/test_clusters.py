@@ -79,10 +79,13 @@ def test_usage_is_stored_per_cluster_and_only_where_the_tenant_is_placed():
 
 
 @pytest.mark.service
-def test_collect_splits_a_shared_tsdb_by_cluster_exactly(victoria, settings):
+@pytest.mark.parametrize("dialect", ["metricsql", "promql"])
+def test_collect_splits_a_shared_tsdb_by_cluster_exactly(victoria, settings, dialect):
     """The real VictoriaMetrics, three clusters with one metrics source, the same namespace and GPU UUID
-    on two of them: usage per tenant x flavor x cluster x hour, exact to the second."""
+    on two of them: usage per tenant x flavor x cluster x hour, exact to the second, in either query dialect
+    (GPUFLEET_METRICS_DIALECT)."""
     settings.GPUFLEET_METRICS_URL = victoria.url
+    settings.GPUFLEET_METRICS_DIALECT = dialect
     model = GpuModel.objects.create(name="a100-80gb-pcie", dcgm_model_name=A100, memory_mib=81920)
     Flavor.objects.create(name="a100", gpu_model=model, mode="whole", weight=1, capacity=4)
     Flavor.objects.create(name="a100-3g", gpu_model=model, mode="mig", mig_profile="3g.40gb", weight="0.4286",

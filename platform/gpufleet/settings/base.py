@@ -332,6 +332,9 @@ GPUFLEET_PROMETHEUS_OPERATOR = env_bool("GPUFLEET_PROMETHEUS_OPERATOR", False)
 # --- Scheduling (Kueue, KAI, KEDA, Karpenter) ------------------------------------------------------
 # Prometheus-compatible query endpoint (VictoriaMetrics) that KEDA's triggers and billing read.
 GPUFLEET_METRICS_URL = env("GPUFLEET_METRICS_URL", "http://vmsingle.monitoring.svc:8428")
+# Its query language: "metricsql" (VictoriaMetrics; fewer rollups per measurement) or "promql" (any
+# Prometheus-API TSDB). Both measure the same numbers (gpufleet.core.metrics).
+GPUFLEET_METRICS_DIALECT = env("GPUFLEET_METRICS_DIALECT", "metricsql")
 # Kueue's fair sharing (Configuration.fairSharing). Off: classical preemption, which borrowWithinCohort
 # needs; on: ClusterQueue/Cohort fairSharing.weight is rendered and borrowWithinCohort is not. Must match
 # the Kueue configuration the platform installs (docs/scheduling.md).

@@ -1,0 +1,66 @@
+"""Where a cluster's metrics are read: the one factory every TSDB reader uses.
+
+Billing's collector, fleet operations, the queue view, node health and the metrics-source probe all ask here
+for a cluster's metrics source: the cluster's own `metrics_url` (scheduling.models_clusters.Cluster), else the
+platform's `GPUFLEET_METRICS_URL`. Before this, node health read the environment and ignored a cluster's own
+source. The query dialect (`GPUFLEET_METRICS_DIALECT`) is chosen here too, once for every reader.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Protocol
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from infra.metrics import MetricsClient
+
+URL_SETTING = "GPUFLEET_METRICS_URL"
+DIALECT_SETTING = "GPUFLEET_METRICS_DIALECT"
+# The query language of the metrics source: VictoriaMetrics' MetricsQL (fewer rollups per measurement; the
+# default) or plain PromQL for any Prometheus-API TSDB. Both compute the same numbers (billing.metering.promql).
+METRICSQL, PROMQL = "metricsql", "promql"
+DIALECTS = (METRICSQL, PROMQL)
+
+
+class HasMetricsSource(Protocol):
+    """A cluster as far as its metrics are concerned (scheduling.models_clusters.Cluster is one)."""
+
+    metrics_url: str
+
+
+def _setting(name: str, default: str) -> str:
+    # A Django setting when defined, else the environment (how billing.conf reads its settings too).
+    if hasattr(settings, name):
+        return str(getattr(settings, name) or "")
+    return os.environ.get(name) or default
+
+
+def platform_url() -> str:
+    """The platform's shared metrics source ("" when not configured)."""
+    return _setting(URL_SETTING, "")
+
+
+def url_of(cluster: HasMetricsSource | None = None) -> str:
+    """The metrics source of `cluster`: its own `metrics_url`, else the platform's (None: the platform's)."""
+    own = cluster.metrics_url if cluster is not None else ""
+    return own or platform_url()
+
+
+def client_at(url: str) -> MetricsClient:
+    """A client of the metrics source at `url` (the clients of every reader are built here)."""
+    return MetricsClient(url)
+
+
+def client(cluster: HasMetricsSource | None = None) -> MetricsClient:
+    """A client of `cluster`'s metrics source (`url_of`)."""
+    return client_at(url_of(cluster))
+
+
+def dialect() -> str:
+    """The configured query dialect, one of DIALECTS."""
+    value = _setting(DIALECT_SETTING, METRICSQL) or METRICSQL
+    if value not in DIALECTS:
+        raise ImproperlyConfigured(f"{DIALECT_SETTING} must be one of {', '.join(DIALECTS)}, not {value!r}")
+    return value
