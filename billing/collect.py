@@ -13,11 +13,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 from gpufleet import clock, gcpause
+from gpufleet.core import conf
 from infra.metrics import MetricsClient
 from scheduling.models import Cluster, Flavor, default_cluster_id
 from tenants.errors import ActionError
 
-from . import actions, conf
+from . import actions
 from .metering import usage as metering
 from .models import UsageCollection
 
@@ -43,21 +44,21 @@ def flavor_specs() -> list[metering.FlavorSpec]:
 
 def options() -> dict[str, object]:
     return {
-        "scrape_interval": int(conf.text("GPUFLEET_SCRAPE_INTERVAL")),
-        "max_gap_scrapes": int(conf.text("GPUFLEET_MAX_GAP_SCRAPES")),
-        "share_rule": conf.text("GPUFLEET_HAMI_SHARE_RULE"),
-        "usage_metric": conf.text("GPUFLEET_USAGE_METRIC"),
+        "scrape_interval": conf.SCRAPE_INTERVAL,
+        "max_gap_scrapes": conf.MAX_GAP_SCRAPES,
+        "share_rule": conf.HAMI_SHARE_RULE,
+        "usage_metric": conf.USAGE_METRIC,
     }
 
 
 def metrics_client() -> MetricsClient:
-    return MetricsClient(conf.text("GPUFLEET_METRICS_URL"))
+    return MetricsClient(conf.METRICS_URL)
 
 
 def cluster_sources() -> list[tuple[str, list[metering.ClusterSource]]]:
     """(metrics URL, the clusters measured from it): a cluster's own `metrics_url`, else the platform's
     GPUFLEET_METRICS_URL ("" when unset); clusters sharing a source are told apart by `metrics_label`."""
-    shared = conf.text("GPUFLEET_METRICS_URL")
+    shared = conf.METRICS_URL
     if not Cluster.objects.exists():
         default_cluster_id()  # a flushed database: usage without a cluster is the default cluster's
     groups: dict[str, list[metering.ClusterSource]] = defaultdict(list)
@@ -76,19 +77,19 @@ def collect(start: datetime, end: datetime, client: metering.RangeQuerier | None
     rows already measured (the TSDB and PostgreSQL work at the same time); the write is still one
     transaction over the whole window (`actions.store_usage_batches`)."""
     specs, opts = flavor_specs(), options()
-    shared = conf.text("GPUFLEET_METRICS_URL")
+    shared = conf.METRICS_URL
     tasks = []
     for url, clusters in cluster_sources():
         querier = (clients or {}).get(url) or (client if url == shared and client is not None else None)
         if querier is None:
             querier = MetricsClient(url) if url else metrics_client()
         tasks += [(querier, clusters, lower, upper) for lower, upper in _spans(start, end)]
-    in_flight = max(1, int(conf.text("GPUFLEET_METERING_CONCURRENCY")))
+    in_flight = max(1, conf.METERING_CONCURRENCY)
 
     def measure(querier: metering.RangeQuerier, clusters: list[metering.ClusterSource], lower: datetime,
                 upper: datetime) -> metering.Report:
         return metering.measure_report(querier, specs, lower, upper, clusters=clusters,  # type: ignore[arg-type]
-                                       cluster_label=conf.text("GPUFLEET_METRICS_CLUSTER_LABEL"),
+                                       cluster_label=conf.METRICS_CLUSTER_LABEL,
                                        chunk_hours=PER_SLOT_CHUNK_HOURS, hourly_chunk_hours=TASK_HOURS,
                                        **opts)
 
@@ -139,4 +140,4 @@ def recent_window(now: datetime | None = None) -> tuple[datetime, datetime]:
     while metering.settles_at(end, scrape_interval=opts["scrape_interval"],  # type: ignore[arg-type]
                               max_gap_scrapes=opts["max_gap_scrapes"]) > now:  # type: ignore[arg-type]
         end -= HOUR
-    return end - HOUR * int(conf.text("GPUFLEET_COLLECT_LOOKBACK_HOURS")), end
+    return end - HOUR * conf.COLLECT_LOOKBACK_HOURS, end

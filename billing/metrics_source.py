@@ -17,10 +17,9 @@ from datetime import datetime, timedelta
 from django.core.cache import cache
 from django.db.models import Max
 
+from gpufleet.core import conf
 from infra.errors import PermanentError
 from infra.metrics import MetricsClient, connection_reason
-
-from . import conf
 
 REMEMBER_SECONDS = 30  # a failed or good probe is trusted this long (the portal's pages come in bursts)
 PLATFORM_SOURCE = "platform metrics (GPUFLEET_METRICS_URL)"
@@ -60,7 +59,7 @@ def forget() -> None:
     """Drop remembered probes of the configured sources (tests, and after an admin changes a URL)."""
     from scheduling.models_clusters import Cluster
 
-    urls = {conf.text("GPUFLEET_METRICS_URL"), *Cluster.objects.values_list("metrics_url", flat=True)}
+    urls = {conf.METRICS_URL, *Cluster.objects.values_list("metrics_url", flat=True)}
     cache.delete_many([_key(u) for u in urls if u])
 
 
@@ -73,7 +72,7 @@ def last_good_reading() -> datetime | None:
 
 def outage(url: str | None = None, *, cluster: str = "") -> Outage | None:
     """The outage of `url` (default: the platform's GPUFLEET_METRICS_URL), or None when it answers."""
-    shared = conf.text("GPUFLEET_METRICS_URL")
+    shared = conf.METRICS_URL
     url = shared if url is None else (url or shared)
     reason = probe(url)
     if not reason:
@@ -97,7 +96,7 @@ def failed(exc: Exception, *, url: str | None = None, cluster: str = "") -> Outa
     except a catalogue that cannot be measured (`MeteringInputError`: its text names fields, not hosts)."""
     from .metering.usage import MeteringInputError
 
-    shared = conf.text("GPUFLEET_METRICS_URL")
+    shared = conf.METRICS_URL
     url = shared if url is None else (url or shared)
     if isinstance(exc, MeteringInputError):
         return Outage(PLATFORM_SOURCE, f"cannot measure the flavors: {exc.reason}", last_good_reading())

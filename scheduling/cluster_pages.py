@@ -4,7 +4,6 @@ page shows only the placements and queue rows of tenants the viewer may see."""
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
@@ -13,6 +12,7 @@ from django.utils.safestring import mark_safe
 from billing import charts, metrics_source
 from gpufleet import clock
 from gpufleet.accounts.roles import is_platform_admin
+from gpufleet.core import conf
 from tenants.models import Tenant
 
 from . import queue_view
@@ -40,7 +40,7 @@ def cluster_detail(request: HttpRequest, name: str) -> HttpResponse:
         "pools": GpuNodePool.objects.filter(cluster=cluster).select_related("flavor"),
         "placements": Placement.objects.filter(cluster=cluster, tenant__in=visible).select_related("tenant"),
         "show_references": is_platform_admin(request.user),
-        "metrics_source": cluster.metrics_url or settings.GPUFLEET_METRICS_URL,
+        "metrics_source": cluster.metrics_url or conf.METRICS_URL,
     })
 
 

@@ -27,6 +27,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from gpufleet.core import conf
 from infra.errors import PermanentError, TransientError
 from infra.metrics import connection_reason
 
@@ -179,8 +180,6 @@ def read_cluster(query: Query, label: str) -> ClusterSamples:
 
 def collect(tenants: Any, at: datetime, *, client_for: Callable[[str], Any] | None = None) -> list[QueueRow]:
     """The queue view of `tenants` (a queryset already scoped to the caller) at `at`."""
-    from django.conf import settings
-
     from billing import metrics_source
     from infra.metrics import MetricsClient
 
@@ -197,7 +196,7 @@ def collect(tenants: Any, at: datetime, *, client_for: Callable[[str], Any] | No
     clusters = {p.cluster for p in rows}
     samples: dict[str, ClusterSamples] = {}
     for cluster in sorted(clusters, key=lambda c: c.name):
-        url = cluster.metrics_url or settings.GPUFLEET_METRICS_URL
+        url = cluster.metrics_url or conf.METRICS_URL
         if not url:
             samples[cluster.name] = ClusterSamples(error="no metrics source configured")
             continue
@@ -238,8 +237,6 @@ def wait_history(tenants: Any, at: datetime, *, hours: int = 24,
     (the page shows the outage once)."""
     from datetime import timedelta
 
-    from django.conf import settings
-
     from billing import metrics_source
     from infra.metrics import MetricsClient
 
@@ -253,7 +250,7 @@ def wait_history(tenants: Any, at: datetime, *, hours: int = 24,
     several = {p.tenant.slug for p in rows if sum(q.tenant_id == p.tenant_id for q in rows) > 1}
     history: dict[str, list] = {}
     for cluster in sorted({p.cluster for p in rows}, key=lambda c: c.name):
-        url = cluster.metrics_url or settings.GPUFLEET_METRICS_URL
+        url = cluster.metrics_url or conf.METRICS_URL
         if not url or (client_for is None and metrics_source.probe(url)):
             continue
         client = (client_for or MetricsClient)(url)

@@ -29,10 +29,10 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager, nullco
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from django.conf import settings
 from django.db import connection
 
 from gpufleet import clock, gcpause
+from gpufleet.core import conf
 from infra.backend import ApplyResult, Backend
 from infra.errors import InfraError, TransientError
 
@@ -100,7 +100,7 @@ def context_key(ctx: RenderContext, backend: Backend) -> bytes:
     does not depend on whether the platform was rendered before it was taken. A digest: the text is the
     whole catalog, and hashing it again into each of 10,000 tenants' keys was a tenth of a no-op pass."""
     ctx = replace(ctx, extra={k: v for k, v in ctx.extra.items() if not k.startswith("_")})
-    text = repr((ctx, settings.GPUFLEET_REFERENCE_DIR, settings.GPUFLEET_KUBERNETES_VERSION, type(backend).__name__))
+    text = repr((ctx, conf.REFERENCE_DIR, conf.KUBERNETES_VERSION, type(backend).__name__))
     return hashlib.blake2b(text.encode(), digest_size=16).digest()
 
 
@@ -289,7 +289,7 @@ def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet rec
 def workers() -> int:
     """Worker processes rendering ahead on the cold path (GPUFLEET_RECONCILE_WORKERS >= 0; else one per core,
     at most 2, and none on a single core, where they would only take turns with the pass)."""
-    configured = int(getattr(settings, "GPUFLEET_RECONCILE_WORKERS", -1))
+    configured = int(conf.RECONCILE_WORKERS)
     if configured >= 0:
         return configured
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

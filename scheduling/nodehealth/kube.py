@@ -4,23 +4,21 @@ kubeconfig in GPUFLEET_KUBECONFIG (+ GPUFLEET_KUBE_CONTEXT) or the pod's service
 
 from __future__ import annotations
 
-import os
-
-from django.conf import settings
-
+from gpufleet.core import conf
 from infra.kube.backend import KubernetesBackend
 from infra.kube.nodes import ClusterOps
 from infra.metrics import MetricsClient
+from tenants.backends import kube_access
 
 
 def cluster_ops() -> ClusterOps:
-    return ClusterOps(KubernetesBackend.from_settings(settings))
+    return ClusterOps(KubernetesBackend.from_access(kube_access()))
 
 
 def metrics_client_url() -> str:
     """The TSDB node health reads (the environment's GPUFLEET_METRICS_URL, as `metrics_client`)."""
-    return os.environ.get("GPUFLEET_METRICS_URL", "")
+    return conf.environment("GPUFLEET_METRICS_URL") or ""
 
 
 def metrics_client() -> MetricsClient:
-    return MetricsClient.from_env()
+    return MetricsClient(metrics_client_url())

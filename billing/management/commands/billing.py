@@ -8,11 +8,12 @@ from pathlib import Path
 from django.core.management.base import CommandError, CommandParser
 from django.db import transaction
 
-from billing import actions, collect, conf, exports, opencost_source, reconciliation
+from billing import actions, collect, exports, opencost_source, reconciliation
 from billing.models import Invoice
 from billing.periods import parse_period, period_bounds
 from gpufleet.audit.context import acting
 from gpufleet.command import GpufleetCommand
+from gpufleet.core import conf
 from infra.errors import PermanentError, TransientError, UnreachableError
 from tenants.errors import ActionError
 from tenants.models import Tenant
@@ -69,7 +70,7 @@ class Command(GpufleetCommand):
         except UnreachableError as exc:
             # One line that says what to do, not the resolver's traceback (the demo's default address is
             # the in-cluster VictoriaMetrics service, which a laptop cannot reach).
-            url = conf.text("GPUFLEET_METRICS_URL")
+            url = conf.METRICS_URL
             raise CommandError(f"no metrics server answers at {url}; set GPUFLEET_METRICS_URL to your "
                                "VictoriaMetrics or Prometheus, e.g. GPUFLEET_METRICS_URL=http://127.0.0.1:8428 "
                                "gpufleet billing collect ...") from exc
