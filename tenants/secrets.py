@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpufleet.core import conf
+from infra.backend import ReadsSecrets
 from infra.openbao import OpenBao
 
 CONDITION = "Secrets"
@@ -84,10 +85,9 @@ def capture_vcluster_admin(bao: OpenBao, slug: str, backend: Any) -> str:
 
     The GitOps backend has no cluster access; there an operator's ExternalSecret/PushSecret does it.
     """
-    read_secret = getattr(backend, "read_secret", None)
-    if read_secret is None:
+    if not isinstance(backend, ReadsSecrets):
         return ""
-    data = read_secret(f"tenant-{slug}", VCLUSTER_KUBECONFIG_SECRET)
+    data = backend.read_secret(f"tenant-{slug}", VCLUSTER_KUBECONFIG_SECRET)
     if not data or not data.get("config"):
         return "; vCluster admin kubeconfig not created yet"
     if bao.read_vcluster_admin(slug) != data["config"]:
