@@ -23,11 +23,12 @@ from psycopg.adapt import PyFormat
 
 from gpufleet import clock
 from gpufleet.audit.record import record, record_many
+from gpufleet.core import conf
 from scheduling.models import DEFAULT_CLUSTER, Cluster, Flavor, Placement, default_cluster_id
 from tenants.errors import ActionError, Conflict
 from tenants.models import Tenant
 
-from . import conf, invoicing
+from . import invoicing
 from .models import Invoice, InvoiceCounter, InvoiceLine, Price, UsageCollection, UsageRecord
 from .periods import check_currency, parse_period, period_bounds
 from .sums import ExactSum
@@ -432,7 +433,7 @@ class OpenCostFigures:
 
 
 def _billing_currency(currency: str | None) -> str:
-    currency = currency or conf.text("GPUFLEET_BILLING_CURRENCY")
+    currency = currency or conf.BILLING_CURRENCY
     if problem := check_currency(currency):
         raise ActionError({"currency": [problem]})
     return currency
@@ -578,7 +579,7 @@ def _load_batch(tenant_ids: list[int], period: date, currency: str) -> _Batch:
         voided[inv.tenant_id] = inv  # the latest void one without a reissue
     history = set(Invoice.objects.filter(tenant_id__in=tenant_ids, currency=currency, period__lt=period,
                                          state=Invoice.State.FINALIZED).values_list("tenant_id", flat=True))
-    fleet = _fleet_idle(start, end) if conf.flag("GPUFLEET_BILLING_IDLE_SHARE") else None
+    fleet = _fleet_idle(start, end) if conf.BILLING_IDLE_SHARE else None
     prices = invoicing.PriceBook(_price_rows(currency))
     return _Batch(period, currency, start, end, prices, _places(), _usage_rows(tenant_ids, start, end, prices), live,
                   voided, history, fleet)
@@ -764,7 +765,7 @@ def finalize(invoice_id: int) -> Invoice:
         counter.last += 1
         counter.save(update_fields=["last"])
         invoice.number_year, invoice.number_seq = year, counter.last
-        invoice.number = f"{conf.text('GPUFLEET_INVOICE_PREFIX')}-{year}-{counter.last:06d}"
+        invoice.number = f"{conf.INVOICE_PREFIX}-{year}-{counter.last:06d}"
         invoice.finalized_at = now
         invoice.state = Invoice.State.FINALIZED
         header, lines = invoice_content(invoice)

@@ -14,12 +14,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 from gpufleet import clock, gcpause
-from gpufleet.core import metrics
+from gpufleet.core import conf, metrics
 from infra.metrics import MetricsClient
 from scheduling.models import Cluster, Flavor, default_cluster_id
 from tenants.errors import ActionError
 
-from . import actions, conf
+from . import actions
 from .metering import usage as metering
 from .metering.source import PromQLUsageSource, UsageSource
 from .models import UsageCollection
@@ -46,10 +46,10 @@ def flavor_specs() -> list[metering.FlavorSpec]:
 
 def options() -> dict[str, object]:
     return {
-        "scrape_interval": int(conf.text("GPUFLEET_SCRAPE_INTERVAL")),
-        "max_gap_scrapes": int(conf.text("GPUFLEET_MAX_GAP_SCRAPES")),
-        "share_rule": conf.text("GPUFLEET_HAMI_SHARE_RULE"),
-        "usage_metric": conf.text("GPUFLEET_USAGE_METRIC"),
+        "scrape_interval": conf.SCRAPE_INTERVAL,
+        "max_gap_scrapes": conf.MAX_GAP_SCRAPES,
+        "share_rule": conf.HAMI_SHARE_RULE,
+        "usage_metric": conf.USAGE_METRIC,
         "dialect": metrics.dialect(),
     }
 
@@ -61,7 +61,7 @@ def metrics_client() -> MetricsClient:
 
 def usage_source(querier: metering.RangeQuerier) -> UsageSource:
     """How the collector measures one metrics source: PromQL in the configured dialect and settings."""
-    return PromQLUsageSource(querier, cluster_label=conf.text("GPUFLEET_METRICS_CLUSTER_LABEL"),
+    return PromQLUsageSource(querier, cluster_label=conf.METRICS_CLUSTER_LABEL,
                              chunk_hours=PER_SLOT_CHUNK_HOURS, hourly_chunk_hours=TASK_HOURS,
                              **options())  # type: ignore[arg-type]
 
@@ -93,7 +93,7 @@ def collect(start: datetime, end: datetime, client: metering.RangeQuerier | None
         querier = (clients or {}).get(url) or (client if url == shared and client is not None else None)
         source = usage_source(querier if querier is not None else metrics.client_at(url))
         tasks += [(source, clusters, lower, upper) for lower, upper in _spans(start, end)]
-    in_flight = max(1, int(conf.text("GPUFLEET_METERING_CONCURRENCY")))
+    in_flight = max(1, conf.METERING_CONCURRENCY)
 
     def measure(source: UsageSource, clusters: list[metering.ClusterSource], lower: datetime,
                 upper: datetime) -> metering.Report:
@@ -146,4 +146,4 @@ def recent_window(now: datetime | None = None) -> tuple[datetime, datetime]:
     while metering.settles_at(end, scrape_interval=opts["scrape_interval"],  # type: ignore[arg-type]
                               max_gap_scrapes=opts["max_gap_scrapes"]) > now:  # type: ignore[arg-type]
         end -= HOUR
-    return end - HOUR * int(conf.text("GPUFLEET_COLLECT_LOOKBACK_HOURS")), end
+    return end - HOUR * conf.COLLECT_LOOKBACK_HOURS, end

@@ -10,10 +10,11 @@ from decimal import Decimal
 from typing import Any
 
 from gpufleet import clock
+from gpufleet.core import conf
 from scheduling.models import Flavor
 from tenants.demo import seeder
 
-from . import actions, conf
+from . import actions
 from .models import Price, UsageRecord
 
 PRICES = {"a100-whole": "2.40", "a100-3g": "1.10", "a100-hami-25": "0.70"}
@@ -34,7 +35,7 @@ def _last_month(now: datetime) -> tuple[datetime, datetime]:
 @seeder
 def seed_billing(users: dict[str, Any], tenants: dict[str, Any]) -> None:
     start, end = _last_month(clock.now())
-    currency = conf.text("GPUFLEET_BILLING_CURRENCY")  # invoices are drafted in the platform's currency
+    currency = conf.BILLING_CURRENCY  # invoices are drafted in the platform's currency
     for flavor, amount in PRICES.items():
         if Flavor.objects.filter(name=flavor).exists() and not Price.objects.filter(flavor__name=flavor).exists():
             actions.set_price(flavor, amount, currency, start.date())

@@ -14,7 +14,8 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
-from . import conf
+from gpufleet.core import conf
+
 from .models import Invoice, InvoiceLine
 from .periods import period_bounds
 
@@ -120,7 +121,7 @@ def to_json(invoices: Iterable[Invoice]) -> str:
 
 
 def focus_rows(invoices: Iterable[Invoice]) -> list[dict[str, str]]:
-    provider = conf.text("GPUFLEET_BILLING_PROVIDER_NAME")
+    provider = conf.BILLING_PROVIDER_NAME
     rows = []
     for inv, ln in _lines(invoices):
         start, end = period_bounds(inv.period)

@@ -10,9 +10,9 @@ import logging
 from datetime import date, datetime
 from decimal import Decimal
 
+from gpufleet.core import conf
 from infra.errors import PermanentError, TransientError
 
-from . import conf
 from .actions import OpenCostFigures
 from .periods import period_bounds
 from .reconciliation import OpenCostView
@@ -20,7 +20,7 @@ from .reconciliation import OpenCostView
 
 def namespace_views(start: datetime, end: datetime) -> dict[str, OpenCostView] | None:
     """{namespace: OpenCostView} for [start, end); None when no OpenCost is configured."""
-    url = conf.text("GPUFLEET_OPENCOST_URL")
+    url = conf.OPENCOST_URL
     if not url:
         return None
     from infra import opencost

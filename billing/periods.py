@@ -6,9 +6,8 @@ import re
 from datetime import UTC, date, datetime
 from typing import Any
 
+from gpufleet.core import conf
 from tenants.errors import ActionError
-
-from . import conf
 
 PERIOD = re.compile(r"(?P<year>[0-9]{4})-(?P<month>0[1-9]|1[0-2])")
 # Billing months the platform can represent: year 0 does not exist and 9999-12 has no next month to
@@ -38,7 +37,7 @@ def period_bounds(period: date) -> tuple[datetime, datetime]:
 
 def check_currency(code: Any) -> str | None:
     """None when `code` is a currency we bill in, else the reason."""
-    allowed = conf.currencies()
+    allowed = list(conf.CURRENCIES)
     if not isinstance(code, str) or not CURRENCY.match(code):
         return f"must be an ISO 4217 code like USD (got {code!r})"
     if code not in allowed:

@@ -13,11 +13,12 @@ from django.shortcuts import redirect, render
 
 from gpufleet import clock
 from gpufleet.accounts.roles import is_billing_admin
+from gpufleet.core import conf
 from scheduling.models import Flavor
 from scheduling.models_clusters import Cluster
 from tenants.errors import ActionError
 
-from . import actions, conf
+from . import actions
 from .forms import PriceForm
 from .models import Price
 from .views import _action_failed
@@ -39,8 +40,8 @@ def price_list(request: HttpRequest) -> HttpResponse:
 def price_set(request: HttpRequest) -> HttpResponse:
     if not is_billing_admin(request.user):
         raise PermissionDenied("only billing admins may set prices")
-    currencies = conf.currencies()
-    default_currency = conf.text("GPUFLEET_BILLING_CURRENCY")
+    currencies = list(conf.CURRENCIES)
+    default_currency = conf.BILLING_CURRENCY
     form = PriceForm(
         request.POST if request.method == "POST" else None,
         flavors=list(Flavor.objects.order_by("name").values_list("name", flat=True)),

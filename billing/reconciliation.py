@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
-from gpufleet.core import sharing
+from gpufleet.core import conf, sharing
 
 HOURS_QUANTUM = Decimal("0.001")
 HOUR = Decimal(3600)
@@ -159,7 +159,5 @@ def measured_by_tenant(start: Any, end: Any) -> dict[str, Measured]:
 
 
 def report(start: Any, end: Any, opencost: Mapping[str, OpenCostView] | None) -> list[Row]:
-    from . import conf
-
-    return rows(measured_by_tenant(start, end), opencost, tolerance=conf.decimal("GPUFLEET_RECONCILE_TOLERANCE"),
-                min_gpu_hours=conf.decimal("GPUFLEET_RECONCILE_MIN_GPU_HOURS"))
+    return rows(measured_by_tenant(start, end), opencost, tolerance=conf.RECONCILE_TOLERANCE,
+                min_gpu_hours=conf.RECONCILE_MIN_GPU_HOURS)

@@ -16,7 +16,6 @@ imported or back-filled after a first query is never hidden by the cache (billin
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -180,10 +179,6 @@ class MetricsClient:
         self.attempts = attempts
         self.victoria_metrics = victoria_metrics
         self.requests_made = 0  # for benchmarks: how many round trips a measurement took
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] = os.environ, **kwargs: Any) -> MetricsClient:
-        return cls(environ.get("GPUFLEET_METRICS_URL", ""), **kwargs)
 
     def probe(self, timeout: float = PROBE_TIMEOUT) -> str:
         """"" when the source answers a trivial query within `timeout` seconds, else a short reason a person

@@ -11,12 +11,12 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F, Sum
 
 from gpufleet import clock, k8s_names
 from gpufleet.audit.record import record
+from gpufleet.core import conf
 from gpufleet.outbox import send as outbox
 from tenants.errors import ActionError, Conflict
 from tenants.models import FINAL_PHASES, LIVE_PHASES, Phase, Tenant
@@ -585,7 +585,7 @@ def _enqueue_simulation(request: QuotaChangeRequest) -> None:
     worker fills it in; the beat sweep picks it up if the message is lost."""
     from .models import QuotaSimulation
 
-    QuotaSimulation.objects.create(request=request, days=settings.GPUFLEET_QUOTA_SIMULATION_DAYS)
+    QuotaSimulation.objects.create(request=request, days=conf.QUOTA_SIMULATION_DAYS)
     outbox.enqueue("scheduling.simulate_quota_request", request.pk)
 
 
@@ -677,7 +677,7 @@ def create_endpoint(tenant: Tenant, name: Any, *, model: Any, tier: Any, deploym
     errors: Errors = {}
     if not isinstance(gated, bool):
         errors["gated"] = ["must be true or false"]
-    elif gated and not settings.GPUFLEET_OPENBAO_ADDR:
+    elif gated and not conf.OPENBAO_ADDR:
         # Issue 26, F6: the token comes only from the tenant's OpenBao path; without a store the pod could never
         # download the model, so refuse now rather than render a Deployment that waits forever.
         errors["gated"] = ["a gated model needs the tenant's Hugging Face token from a secret store, and none is "

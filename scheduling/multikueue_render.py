@@ -15,8 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from django.conf import settings
-
+from gpufleet.core import conf
 from infra.manifests import Manifest
 from tenants.render import Placed, RenderContext, TenantView, tenant_section
 
@@ -36,7 +35,7 @@ class Dispatch:
 
 
 def context_extras() -> dict[str, Any]:
-    return {KEY: bool(getattr(settings, "GPUFLEET_MULTIKUEUE", False))}
+    return {KEY: bool(conf.MULTIKUEUE)}
 
 
 def dispatching(placed: list[Placed], sched: TenantScheduling | None) -> list[Placed]:

@@ -197,8 +197,7 @@ def _requests_gpu(pod: dict[str, Any]) -> bool:
 
 def cluster_ops() -> ClusterOps:
     """The cluster the explanations read (direct API access in either backend mode; tests replace it)."""
-    from django.conf import settings
-
     from infra.kube.backend import KubernetesBackend
+    from tenants.backends import kube_access
 
-    return ClusterOps(KubernetesBackend.from_settings(settings))
+    return ClusterOps(KubernetesBackend.from_access(kube_access()))

@@ -7,9 +7,9 @@ files. Rejection deletes the branch; main is untouched.
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import transaction
 
+from gpufleet.core import conf
 from infra.errors import PermanentError
 from infra.gitops import branches
 
@@ -18,7 +18,7 @@ from .preview import proposed_on_cluster
 
 
 def _repo() -> str:
-    return settings.GPUFLEET_GITOPS_REPO
+    return conf.GITOPS_REPO
 
 
 def propose(request: QuotaChangeRequest) -> str:

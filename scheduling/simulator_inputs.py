@@ -15,11 +15,11 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.conf import settings
 from django.db.models import F, Q
 
 from billing.models import Price, UsageRecord
 from gpufleet import clock
+from gpufleet.core import conf
 from scheduling import catalog
 from scheduling.models import Cohort, Flavor, GpuNodePool, InferenceEndpoint, Quota, TenantScheduling
 from scheduling.simulator.replay import reconstruct_jobs
@@ -111,7 +111,7 @@ def fleet_scenario(days: float = 7, *, currency: str = "USD", with_demand: bool 
         # Kueue's fair sharing follows the platform's setting where it exists (issue 15 adds
         # GPUFLEET_KUEUE_FAIR_SHARING); before it, any cohort meant fair-sharing weights were rendered.
         "policies": {"gang": True,
-                     "fair_sharing": bool(getattr(settings, "GPUFLEET_KUEUE_FAIR_SHARING", bool(cohorts))),
+                     "fair_sharing": bool(conf.KUEUE_FAIR_SHARING),
                      "preemption": {"reclaim_within_cohort": "Any", "borrow_within_cohort": "LowerPriority",
                                     "within_cluster_queue": "LowerPriority"}},
     }

@@ -18,7 +18,7 @@ from celery import shared_task
 
 from gpufleet import clock
 from gpufleet.audit.context import acting
-from infra.backend import ApplyResult, Backend
+from infra.backend import ApplyResult, Backend, ReportsRepositoryStatus
 from tenants.backends import get_backend
 from tenants.fleet import reconcile_fleet
 
@@ -51,7 +51,7 @@ class _Tally:
 def sync_fleet(backend: Backend | None = None) -> SyncRun:
     """One full pass. Never raises for a single owner's failure; the run row says what happened."""
     backend = backend or get_backend()
-    run = SyncRun.objects.create(started=clock.now(), backend=getattr(backend, "name", ""))
+    run = SyncRun.objects.create(started=clock.now(), backend=backend.name)
     tally = _Tally()
     state = SyncRun.State.OK
     try:
@@ -102,11 +102,10 @@ def sync_fleet(backend: Backend | None = None) -> SyncRun:
 
 
 def _repository_status(backend: Backend) -> dict:
-    status = getattr(backend, "repository_status", None)
-    if status is None:
+    if not isinstance(backend, ReportsRepositoryStatus):
         return {}
     try:
-        result: dict = status()
+        result: dict = backend.repository_status()
     except Exception as exc:  # the status of a broken repository must not hide the run's own result
         log.exception("fleet sync: reading the repository status failed")
         return {"status": "False", "reason": "StatusUnavailable", "message": f"{type(exc).__name__}: {exc}"}

@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
-from django.conf import settings
 
 from gpufleet import task_retry
 from gpufleet.audit.context import acting
+from gpufleet.core import conf
 from infra.errors import PermanentError
 
 from .models import QuotaChangeRequest
@@ -17,7 +17,7 @@ log = logging.getLogger(__name__)
 
 
 def _gitops() -> bool:
-    return settings.GPUFLEET_BACKEND == "gitops"
+    return conf.BACKEND == "gitops"
 
 
 @shared_task(name="scheduling.propose_quota_branch", acks_late=True, **task_retry.ON_DATABASE_ERRORS)

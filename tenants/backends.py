@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from django.conf import settings
+from typing import TYPE_CHECKING
 
+from gpufleet.core import conf
 from infra.backend import Backend
+
+if TYPE_CHECKING:
+    from infra.kube.backend import KubeAccess
 
 # The scheduling app (which owns host clusters) registers () -> ([(name, tree, kube_api, kubeconfig reference)],
 # the tree of the cluster gpufleet runs in): the Kubernetes backend then holds one client per cluster.
@@ -12,33 +16,43 @@ KUBE_CLUSTER_HOOKS: list = []
 
 
 def get_backend() -> Backend:
-    name = settings.GPUFLEET_BACKEND
+    name = conf.BACKEND
     if name == "gitops":
         from infra.gitops import GitOpsBackend
 
         return GitOpsBackend(
-            settings.GPUFLEET_GITOPS_REPO,
-            settings.GPUFLEET_GITOPS_AUTHOR,
-            remote=settings.GPUFLEET_GITOPS_REMOTE,
-            remote_branch=settings.GPUFLEET_GITOPS_REMOTE_BRANCH,
-            push_enabled=settings.GPUFLEET_GITOPS_PUSH,
-            push_status_dir=settings.GPUFLEET_GITOPS_PUSH_STATUS_DIR,
+            conf.GITOPS_REPO,
+            conf.GITOPS_AUTHOR,
+            remote=conf.GITOPS_REMOTE,
+            remote_branch=conf.GITOPS_REMOTE_BRANCH,
+            push_enabled=conf.GITOPS_PUSH,
+            push_status_dir=conf.GITOPS_PUSH_STATUS_DIR,
         )
     if name == "kubernetes" and KUBE_CLUSTER_HOOKS:
         from infra.kube.clusters import from_references
 
         clusters, local_tree = KUBE_CLUSTER_HOOKS[0]()
-        return from_references(clusters, settings, local_tree=local_tree)
+        return from_references(clusters, kube_access(), local_tree=local_tree)
     if name == "kubernetes":
         from infra.kube.backend import KubernetesBackend  # type: ignore[import-not-found]
 
-        return KubernetesBackend.from_settings(settings)  # type: ignore[no-any-return]
+        return KubernetesBackend.from_access(kube_access())  # type: ignore[no-any-return]
     raise ValueError(f"GPUFLEET_BACKEND must be 'gitops' or 'kubernetes' (got {name!r})")
+
+
+
+def kube_access(kubeconfig: str = "", context: str = "") -> KubeAccess:
+    """How this platform reaches the Kubernetes API (infra reads no setting); a non-empty `kubeconfig` or
+    `context` (a command's flag) wins over the setting."""
+    from infra.kube.backend import KubeAccess
+
+    return KubeAccess(kubeconfig=kubeconfig or conf.KUBECONFIG, context=context or conf.KUBE_CONTEXT,
+                      field_manager=conf.KUBE_FIELD_MANAGER, cluster_kubeconfig_dir=conf.CLUSTER_KUBECONFIG_DIR)
 
 
 def get_schema_registry():  # type: ignore[no-untyped-def]
 
-    return _registry(settings.GPUFLEET_REFERENCE_DIR, settings.GPUFLEET_KUBERNETES_VERSION)
+    return _registry(conf.REFERENCE_DIR, conf.KUBERNETES_VERSION)
 
 
 _REGISTRIES: dict[tuple[str, str], object] = {}

@@ -29,11 +29,20 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager, nullco
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from django.conf import settings
 from django.db import connection
 
 from gpufleet import clock, gcpause
-from infra.backend import ApplyResult, Backend
+from gpufleet.core import conf
+from infra.backend import (
+    ApplyResult,
+    Backend,
+    Batches,
+    ChecksFingerprints,
+    ChecksFingerprintsInBulk,
+    ComparesInSync,
+    Fingerprints,
+    Maintains,
+)
 from infra.errors import InfraError, TransientError
 
 from . import prerender, reconcile
@@ -100,7 +109,7 @@ def context_key(ctx: RenderContext, backend: Backend) -> bytes:
     does not depend on whether the platform was rendered before it was taken. A digest: the text is the
     whole catalog, and hashing it again into each of 10,000 tenants' keys was a tenth of a no-op pass."""
     ctx = replace(ctx, extra={k: v for k, v in ctx.extra.items() if not k.startswith("_")})
-    text = repr((ctx, settings.GPUFLEET_REFERENCE_DIR, settings.GPUFLEET_KUBERNETES_VERSION, type(backend).__name__))
+    text = repr((ctx, conf.REFERENCE_DIR, conf.KUBERNETES_VERSION, type(backend).__name__))
     return hashlib.blake2b(text.encode(), digest_size=16).digest()
 
 
@@ -149,11 +158,10 @@ def _in_sync(backend: Backend, pending: list[Known]) -> list[bool]:
     """For each `Known`: does the repository hold it on every host cluster? One bulk call where the backend
     has one (`tokens_in_sync`); a check that fails counts as not in sync (the reconcile reports the error)."""
     checks = [pair for known in pending for pair in known.token]
-    bulk = getattr(backend, "tokens_in_sync", None)
     answers: list[bool] | None = None
-    if bulk is not None:
+    if isinstance(backend, ChecksFingerprintsInBulk):
         try:
-            answers = bulk(checks)
+            answers = backend.tokens_in_sync(checks)
         except Exception:
             log.exception("fleet reconcile: checking the repository in bulk failed; checking tenant by tenant")
     if answers is None:
@@ -178,9 +186,9 @@ def _remember(outcomes: list[reconcile.Outcome], backend: Backend, ctx: RenderCo
               seen: dict[bytes, Known]) -> None:
     """What the pass's successful applies rendered (validated, applied and committed on every cluster the
     tenant is placed on: one that failed raised, so there is no outcome to remember), for the next pass."""
-    token = getattr(backend, "token", None)
-    if token is None:
+    if not isinstance(backend, Fingerprints):
         return
+    token = backend.token
     for outcome in outcomes:
         if outcome.rendered is not None and outcome.phase in STEADY and not outcome.problems:
             view, placed, applied = outcome.rendered
@@ -223,7 +231,7 @@ def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet rec
     except Exception as exc:  # the platform failing must not stop tenants from being repaired
         log.exception("fleet reconcile: platform failed")
         result.errors.append(f"platform: {type(exc).__name__}: {exc}")
-    if getattr(backend, "in_sync", None) is None:
+    if not isinstance(backend, ComparesInSync):
         result.deferred = list(Tenant.objects.live().order_by("pk").values_list("pk", flat=True))
         return result
     dirty: list[int] = []  # in pk order, like `tenants`
@@ -247,7 +255,7 @@ def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet rec
                 views.update(reconcile.tenant_views(chunk))  # a few queries per chunk, not per tenant
             except Exception:
                 log.exception("fleet reconcile: loading render inputs failed; reconciling tenants one by one")
-        tokens = getattr(backend, "token_in_sync", None) is not None
+        tokens = isinstance(backend, ChecksFingerprints)
         verdicts: dict[int, int | Known | None] = {}
         for tenant in tenants:
             view = views.get(tenant.pk)
@@ -271,14 +279,13 @@ def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet rec
                 clean_ids.append(tenant.pk)
     if clean_ids:
         _stamp_reconciled(clean_ids)
-    batch = getattr(backend, "batch", None)
+    batch = backend.batch if isinstance(backend, Batches) else None
     chunks = list(_chunks(dirty, CHUNK))
     with _prerendering(chunks, views, ctx, backend) as ahead:
         _reconcile_chunks(result, chunks, ahead, rows, views, backend, ctx, ctx_key, seen, batch, message)
-    maintain = getattr(backend, "maintain", None)  # GitOps: index compaction and pack merging, off the event path
-    if maintain is not None:
+    if isinstance(backend, Maintains):  # GitOps: index compaction and pack merging, off the event path
         try:
-            maintain()
+            backend.maintain()
         except InfraError:  # nothing is lost: the next pass tries again (and a commit repacks past a hard limit)
             log.warning("fleet reconcile: GitOps repository upkeep failed", exc_info=True)
     _KNOWN.clear()
@@ -289,7 +296,7 @@ def reconcile_fleet(backend: Backend | None = None, *, message: str = "fleet rec
 def workers() -> int:
     """Worker processes rendering ahead on the cold path (GPUFLEET_RECONCILE_WORKERS >= 0; else one per core,
     at most 2, and none on a single core, where they would only take turns with the pass)."""
-    configured = int(getattr(settings, "GPUFLEET_RECONCILE_WORKERS", -1))
+    configured = int(conf.RECONCILE_WORKERS)
     if configured >= 0:
         return configured
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

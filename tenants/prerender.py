@@ -28,6 +28,7 @@ from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from typing import Any
 
+from infra.backend import AppliesFiles
 from infra.manifests import ref
 
 from .backends import get_schema_registry
@@ -77,7 +78,7 @@ def prerender(view: TenantView, ctx: RenderContext, backend: Any) -> Prerendered
 
 
 def supported(backend: Any) -> bool:
-    return all(callable(getattr(backend, name, None)) for name in ("desired_files", "token_of_files", "apply_files"))
+    return isinstance(backend, AppliesFiles)
 
 
 _DEAD = -1  # `_Worker.busy` of a worker that died

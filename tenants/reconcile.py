@@ -19,7 +19,7 @@ from django.db import transaction
 from gpufleet import clock
 from gpufleet.audit.record import record
 from gpufleet.observability import metrics
-from infra.backend import ApplyResult, Backend
+from infra.backend import ApplyResult, Backend, KnowsCommitted, Publishes
 from infra.errors import AwaitingPublication, InfraError, PermanentError, TransientError
 from infra.manifests import ref
 
@@ -415,8 +415,7 @@ def _merge_results(results: list[ApplyResult]) -> ApplyResult:
 def _require_published(backend: Backend, owner: str) -> None:
     """A tenant is Ready only once the cluster can see its objects: with the GitOps backend and push
     enabled, once the commit holding its files is on the remote (else retried: AwaitingPush)."""
-    unpublished = getattr(backend, "unpublished", None)
-    why = unpublished(owner) if unpublished else None
+    why = backend.unpublished(owner) if isinstance(backend, Publishes) else None
     if why:
         raise AwaitingPublication(why, delay=15)
 
@@ -486,11 +485,10 @@ def _platform_missing(backend: Backend, ctx: RenderContext) -> bool:
     platform's render lists every tenant's ClusterQueue (fleetops), so at 10,000 tenants re-applying it made
     each approve cost what the fleet costs; keeping it current is the periodic pass's job (and catalog
     changes enqueue one). A backend that cannot tell cheaply (no `has_committed`) is always asked to apply."""
-    committed = getattr(backend, "has_committed", None)
-    if committed is None:
+    if not isinstance(backend, KnowsCommitted):
         return True
     try:
-        return not committed([target.owner("platform") for target in platform_targets(ctx)])
+        return not backend.has_committed([target.owner("platform") for target in platform_targets(ctx)])
     except InfraError:  # the platform's own apply reports (or repairs) what is wrong with the repository
         return True
 
@@ -499,7 +497,7 @@ def ensure_layout(backend: Backend, ctx: RenderContext) -> None:
     """GitOps: a repository still in the root layout of a single-cluster installation (`platform/`,
     `tenants/`) moves to the tree of the cluster those objects belong to -- the one whose objects go to the
     root no longer (`default` after migration scheduling 0008) -- in one commit of pure renames."""
-    if getattr(backend, "name", "") != "gitops":
+    if backend.name != "gitops":
         return
     from infra.gitops.layout import has_root_layout, move_root_layout
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpufleet.core import conf
 from infra.manifests import Manifest, Owner, sort_manifests
 
 from .models import Phase, Tenant
@@ -32,8 +33,6 @@ class RenderContext:
     def from_settings(cls, *, tenants_only: bool = False) -> RenderContext:
         """`tenants_only`: without the inputs only the platform's own objects read (`PLATFORM_CONTEXT_EXTRAS`):
         what one tenant's reconcile needs. `with_platform_inputs` completes such a context."""
-        from django.conf import settings
-
         extra: dict[str, Any] = {}
         for contribute in CONTEXT_EXTRAS:  # other apps' platform-wide inputs (e.g. the GPU catalog)
             extra.update(contribute())
@@ -43,10 +42,10 @@ class RenderContext:
             for contribute in PLATFORM_CONTEXT_EXTRAS:
                 extra.update(contribute())
         return cls(
-            vcluster_chart_version=settings.GPUFLEET_VCLUSTER_CHART_VERSION,
-            vcluster_chart_repo=settings.GPUFLEET_VCLUSTER_CHART_REPO,
-            flux_namespace=settings.GPUFLEET_FLUX_NAMESPACE,
-            vcluster_syncer_image=getattr(settings, "GPUFLEET_VCLUSTER_SYNCER_IMAGE", ""),
+            vcluster_chart_version=conf.VCLUSTER_CHART_VERSION,
+            vcluster_chart_repo=conf.VCLUSTER_CHART_REPO,
+            flux_namespace=conf.FLUX_NAMESPACE,
+            vcluster_syncer_image=conf.VCLUSTER_SYNCER_IMAGE,
             extra=extra,
         )
 

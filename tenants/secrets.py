@@ -9,26 +9,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
-
+from gpufleet.core import conf
+from infra.backend import ReadsSecrets
 from infra.openbao import OpenBao
 
 CONDITION = "Secrets"
 
 
 def configured() -> bool:
-    return bool(settings.GPUFLEET_OPENBAO_ADDR)
+    return bool(conf.OPENBAO_ADDR)
 
 
 def client() -> OpenBao:
     return OpenBao.connect(
-        settings.GPUFLEET_OPENBAO_ADDR,
-        token=settings.GPUFLEET_OPENBAO_TOKEN,
-        role_id=settings.GPUFLEET_OPENBAO_ROLE_ID,
-        secret_id=settings.GPUFLEET_OPENBAO_SECRET_ID,
-        approle_path=settings.GPUFLEET_OPENBAO_APPROLE_PATH,
-        mount=settings.GPUFLEET_OPENBAO_MOUNT,
-        kubernetes_auth=settings.GPUFLEET_OPENBAO_KUBERNETES_AUTH,
+        conf.OPENBAO_ADDR,
+        token=conf.OPENBAO_TOKEN,
+        role_id=conf.OPENBAO_ROLE_ID,
+        secret_id=conf.OPENBAO_SECRET_ID,
+        approle_path=conf.OPENBAO_APPROLE_PATH,
+        mount=conf.OPENBAO_MOUNT,
+        kubernetes_auth=conf.OPENBAO_KUBERNETES_AUTH,
     )
 
 
@@ -69,7 +69,7 @@ def ensure_vcluster_ca(bao: OpenBao, slug: str) -> str:
 def ca_enabled() -> bool:
     """The platform issues each vCluster's serving CA (GPUFLEET_VCLUSTER_CA_STORE names the ClusterSecretStore
     External Secrets reads it through; empty turns it off)."""
-    return bool(getattr(settings, "GPUFLEET_VCLUSTER_CA_STORE", ""))
+    return bool(conf.VCLUSTER_CA_STORE)
 
 
 def vcluster_ca_cert(tenant: Any) -> str | None:
@@ -85,10 +85,9 @@ def capture_vcluster_admin(bao: OpenBao, slug: str, backend: Any) -> str:
 
     The GitOps backend has no cluster access; there an operator's ExternalSecret/PushSecret does it.
     """
-    read_secret = getattr(backend, "read_secret", None)
-    if read_secret is None:
+    if not isinstance(backend, ReadsSecrets):
         return ""
-    data = read_secret(f"tenant-{slug}", VCLUSTER_KUBECONFIG_SECRET)
+    data = backend.read_secret(f"tenant-{slug}", VCLUSTER_KUBECONFIG_SECRET)
     if not data or not data.get("config"):
         return "; vCluster admin kubeconfig not created yet"
     if bao.read_vcluster_admin(slug) != data["config"]:

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpufleet.core import conf
+
 # The first vCluster release whose syncer keeps host-side gates; None while no release carries the fix
 # (true up to v0.36.1, the pinned tag). Set it when one does, with the tag read.
 FIXED_RELEASE: tuple[int, ...] | None = None
@@ -77,12 +79,10 @@ def condition(chart_version: str, syncer_image: str, now: str) -> dict[str, str]
 
 def gpu_workloads_condition(tenant: Any) -> dict[str, str]:
     """tenants.reconcile.CONDITION_PROVIDERS entry: the same for every tenant (a platform setting)."""
-    from django.conf import settings
-
     from gpufleet import clock
 
-    return condition(settings.GPUFLEET_VCLUSTER_CHART_VERSION,
-                     getattr(settings, "GPUFLEET_VCLUSTER_SYNCER_IMAGE", "") or "", clock.now().isoformat())
+    return condition(conf.VCLUSTER_CHART_VERSION,
+                     conf.VCLUSTER_SYNCER_IMAGE or "", clock.now().isoformat())
 
 
 def gpu_workloads_conditions_many(tenants: list[Any]) -> dict[int, dict[str, str]]:

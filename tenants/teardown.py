@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpufleet import clock
-from infra.backend import ApplyResult, Backend
+from infra.backend import ApplyResult, Backend, OrderedTeardown, PrunesSelectively
 from infra.errors import PermanentError, TransientError
 from infra.manifests import Manifest, ObjectRef
 
@@ -63,13 +63,12 @@ class Teardown:
 
     def prune(self, select: Callable[[ObjectRef], bool] | None, step: str) -> None:
         """Delete without writing anything (ordered backends offer `prune`); else apply the empty set."""
-        prune = getattr(self.backend, "prune", None)
-        if prune is None:
+        if not isinstance(self.backend, PrunesSelectively):
             if select is not None:
                 raise PermanentError(f"{step}: backend {self.backend.name} cannot delete selectively")
             self.apply([], step)
             return
-        self.results.append(prune(self.owner, select))
+        self.results.append(self.backend.prune(self.owner, select))
 
     def wait_until_gone(self, kinds: set[str] | None, step: str) -> None:
         """Requeue while objects of `kinds` (None: any) still exist (finalizers still running)."""
@@ -132,7 +131,7 @@ GITOPS_PLAN = ["prune-all", "revoke-secrets"]
 
 
 def plan_for(backend: Backend) -> list[str]:
-    return ORDERED_PLAN if getattr(backend, "ordered_teardown", False) else GITOPS_PLAN
+    return ORDERED_PLAN if isinstance(backend, OrderedTeardown) and backend.ordered_teardown else GITOPS_PLAN
 
 
 def done_steps(tenant: Tenant, plan: list[str]) -> int:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import urllib3
@@ -82,6 +83,19 @@ def raise_for_status(status: int, body: Any, what: str, retry_after: str | None 
     raise PermanentError(message)
 
 
+
+@dataclass(frozen=True)
+class KubeAccess:
+    """How to reach the Kubernetes API. infra reads no setting itself: the platform fills this in from its own
+    (GPUFLEET_KUBECONFIG, GPUFLEET_KUBE_CONTEXT, GPUFLEET_KUBE_FIELD_MANAGER, GPUFLEET_CLUSTER_KUBECONFIG_DIR)."""
+
+    kubeconfig: str = ""  # empty: the pod's service account
+    context: str = ""  # empty: the kubeconfig's current context
+    field_manager: str = "gpufleet"
+    # Where each other host cluster's kubeconfig Secret is mounted, as <dir>/<secret>/kubeconfig (clusters.py).
+    cluster_kubeconfig_dir: str = "/var/run/gpufleet/clusters"
+
+
 class KubernetesBackend:
     name = "kubernetes"
     # The teardown may (and should) run step by step: the API really deletes things in order.
@@ -103,22 +117,20 @@ class KubernetesBackend:
         self._discovered: dict[str, dict[str, Resource] | None] = {}
 
     @classmethod
-    def from_settings(cls, settings: Any) -> KubernetesBackend:
-        """GPUFLEET_KUBECONFIG (+ GPUFLEET_KUBE_CONTEXT) when set, else the pod's service account."""
+    def from_access(cls, access: KubeAccess) -> KubernetesBackend:
+        """`access.kubeconfig` (+ its context) when set, else the pod's service account."""
         from kubernetes import config
 
-        kubeconfig = getattr(settings, "GPUFLEET_KUBECONFIG", "") or ""
-        context = getattr(settings, "GPUFLEET_KUBE_CONTEXT", "") or None
         try:
-            if kubeconfig:
-                api = config.new_client_from_config(config_file=kubeconfig, context=context)
+            if access.kubeconfig:
+                api = config.new_client_from_config(config_file=access.kubeconfig, context=access.context or None)
             else:
                 configuration = Configuration()
                 config.load_incluster_config(client_configuration=configuration)
                 api = ApiClient(configuration)
         except config.ConfigException as exc:
             raise PermanentError(f"cannot configure the Kubernetes client: {exc}") from exc
-        return cls(api, field_manager=getattr(settings, "GPUFLEET_KUBE_FIELD_MANAGER", "gpufleet") or "gpufleet")
+        return cls(api, field_manager=access.field_manager or "gpufleet")
 
     # --- HTTP -----------------------------------------------------------------------------------
 

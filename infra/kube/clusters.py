@@ -13,11 +13,14 @@ instead of each waiting for its own timeout, and every other cluster carries on.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..backend import ApplyResult, Backend
 from ..errors import PermanentError, TransientError, UnreachableError
 from ..manifests import Manifest, ObjectRef, Owner
+
+if TYPE_CHECKING:
+    from .backend import KubeAccess
 
 
 class ClusterUnreachable(UnreachableError):
@@ -103,20 +106,21 @@ def kubeconfig_path(reference: str, directory: str) -> str:
     return f"{directory.rstrip('/')}/{reference}/kubeconfig"
 
 
-def from_references(clusters: Iterable[tuple[str, str, str, str]], settings: Any, *,
+def from_references(clusters: Iterable[tuple[str, str, str, str]], access: KubeAccess, *,
                     local_tree: str = "") -> PerClusterBackend:
-    """(name, tree, kube_api, kubeconfig reference) per cluster. No reference: GPUFLEET_KUBECONFIG or the
-    pod's service account (the cluster gpufleet runs in); `kube_api`, when set, overrides the server URL."""
+    """(name, tree, kube_api, kubeconfig reference) per cluster. No reference: `access` (the platform's
+    kubeconfig or the pod's service account: the cluster gpufleet runs in); `kube_api`, when set, overrides
+    the server URL."""
     from .backend import KubernetesBackend
 
-    directory = getattr(settings, "GPUFLEET_CLUSTER_KUBECONFIG_DIR", "/var/run/gpufleet/clusters")
+    directory = access.cluster_kubeconfig_dir
     factories: dict[str, Callable[[], Backend]] = {}
     names: dict[str, str] = {}
 
     def build(reference: str, kube_api: str) -> Callable[[], Backend]:
         def make() -> Backend:
             if not reference:
-                backend = KubernetesBackend.from_settings(settings)
+                backend = KubernetesBackend.from_access(access)
             else:
                 from kubernetes import config
 
@@ -124,8 +128,7 @@ def from_references(clusters: Iterable[tuple[str, str, str, str]], settings: Any
                     api = config.new_client_from_config(config_file=kubeconfig_path(reference, directory))
                 except (config.ConfigException, OSError) as exc:
                     raise PermanentError(f"cannot load the kubeconfig {reference!r}: {exc}") from exc
-                backend = KubernetesBackend(
-                    api, field_manager=getattr(settings, "GPUFLEET_KUBE_FIELD_MANAGER", "gpufleet") or "gpufleet")
+                backend = KubernetesBackend(api, field_manager=access.field_manager or "gpufleet")
             if kube_api:
                 backend.api.configuration.host = kube_api
             return backend  # type: ignore[return-value]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from celery import Celery
 
+from gpufleet.core import conf
 from gpufleet.profile import require_settings_module
 
 require_settings_module("gpufleet.celery")  # never the demo profile by default (profile.py says why)
@@ -17,21 +18,19 @@ import gpufleet.observability.celery  # noqa: E402,F401 - connects the task-dura
 
 @app.on_after_finalize.connect
 def _schedule_periodic(sender: Celery, **_: object) -> None:
-    from django.conf import settings
-
     # Level-triggered repair: whatever a lost message or a manual edit left behind is fixed here.
     sender.add_periodic_task(
-        float(settings.GPUFLEET_RECONCILE_ALL_SECONDS),
+        float(conf.RECONCILE_ALL_SECONDS),
         sender.signature("tenants.reconcile_all"),
         name="reconcile all tenants",
     )
     # Transactional outbox (gpufleet.outbox): work recorded while the broker was down is sent when it is back.
     sender.add_periodic_task(
-        float(settings.GPUFLEET_OUTBOX_RELAY_SECONDS), sender.signature("outbox.relay"), name="relay the task outbox"
+        float(conf.OUTBOX_RELAY_SECONDS), sender.signature("outbox.relay"), name="relay the task outbox"
     )
     # Fleet sync (scheduling/sync.py): re-apply platform and tenants, repair and count drift, record a SyncRun.
     sender.add_periodic_task(
-        float(settings.GPUFLEET_SYNC_FLEET_SECONDS),
+        float(conf.SYNC_FLEET_SECONDS),
         sender.signature("scheduling.sync_fleet"),
         name="sync the fleet (drift repair)",
     )
@@ -40,8 +39,8 @@ def _schedule_periodic(sender: Celery, **_: object) -> None:
                              name="sweep pending quota simulations")
     # Node health (scheduling.nodehealth): classify GPU nodes, carry out remediation within the limits
     # (a new fleet is in dry-run: the pass only records what it would do).
-    if float(getattr(settings, "GPUFLEET_NODE_HEALTH_SECONDS", 0) or 0) > 0:
-        sender.add_periodic_task(float(settings.GPUFLEET_NODE_HEALTH_SECONDS), sender.signature("nodehealth.remediate"),
+    if float(conf.NODE_HEALTH_SECONDS or 0) > 0:
+        sender.add_periodic_task(float(conf.NODE_HEALTH_SECONDS), sender.signature("nodehealth.remediate"),
                                  name="node health pass")
     # Billing: collect the last settled hours every hour; draft last month's invoices on the 1st.
     from celery.schedules import crontab

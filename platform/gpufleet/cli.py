@@ -14,6 +14,8 @@ import logging
 import os
 import sys
 
+from gpufleet.core import conf
+
 # The apps whose management commands are gpufleet's (the rest are Django's and third parties').
 OWN_APPS = ("tenants", "scheduling", "billing", "gpufleet")
 HELP_WORDS = {"help", "--help", "-h"}
@@ -56,7 +58,6 @@ def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv if argv is None else argv)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpufleet.settings.demo")
     import django
-    from django.conf import settings
     from django.core.exceptions import ImproperlyConfigured
     from django.core.management import call_command, execute_from_command_line
 
@@ -76,7 +77,7 @@ def main(argv: list[str] | None = None) -> None:
     if args == ["help", "--django"]:
         argv = [argv[0], "help"]
     command = argv[1]
-    if getattr(settings, "GPUFLEET_AUTO_MIGRATE", False) and command not in {
+    if conf.AUTO_MIGRATE and command not in {
         "migrate",
         "makemigrations",
         *HELP_WORDS,

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import gc
 
-from django.conf import settings
+from gpufleet.core import conf
 
 
 def load_urlconf() -> None:
@@ -41,7 +41,7 @@ def settle_startup_objects() -> int:
     """Load the URLconf, collect what startup left as garbage, freeze the rest; the objects frozen.
 
     Returns 0 and freezes nothing when GPUFLEET_GC_FREEZE is off."""
-    if not getattr(settings, "GPUFLEET_GC_FREEZE", True):
+    if not conf.GC_FREEZE:
         return 0
     load_urlconf()
     gc.collect()  # startup's own cyclic garbage would otherwise be frozen too, and never freed

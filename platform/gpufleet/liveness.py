@@ -19,6 +19,8 @@ import socket
 import sys
 from pathlib import Path
 
+from gpufleet.core import conf
+
 
 def broker_reachable(app, timeout: float) -> tuple[bool, str]:  # type: ignore[no-untyped-def]
     try:
@@ -32,16 +34,14 @@ def broker_reachable(app, timeout: float) -> tuple[bool, str]:  # type: ignore[n
 def push_summary() -> str:
     """The GitOps publish state as this worker sees it (informational: a stopped publish is not a reason to
     restart the worker, so it never fails the probe; `kubectl exec ... python -m gpufleet.liveness` shows it)."""
-    from django.conf import settings
-
-    if not (settings.GPUFLEET_GITOPS_PUSH and settings.GPUFLEET_GITOPS_REMOTE):
+    if not (conf.GITOPS_PUSH and conf.GITOPS_REMOTE):
         return "gitops push: disabled"
     from gpufleet import clock
     from infra.gitops import publish
     from infra.gitops.git import Git
 
-    repo = Git(Path(settings.GPUFLEET_GITOPS_REPO))
-    status = publish.read_status(repo, True, settings.GPUFLEET_GITOPS_PUSH_STATUS_DIR)
+    repo = Git(Path(conf.GITOPS_REPO))
+    status = publish.read_status(repo, True, conf.GITOPS_PUSH_STATUS_DIR)
     last = status["last_success_epoch"]
     age = f"{clock.now().timestamp() - int(last):.0f}s ago" if last else "never"  # type: ignore[call-overload]
     return f"gitops push: last round {status['state']}, last successful push {age}"
@@ -67,4 +67,4 @@ if __name__ == "__main__":
     import django
 
     django.setup()
-    sys.exit(main(float(os.environ.get("GPUFLEET_LIVENESS_TIMEOUT", "10"))))
+    sys.exit(main(conf.LIVENESS_TIMEOUT))

@@ -13,6 +13,8 @@ from typing import Any
 
 from django.db import InterfaceError, OperationalError
 
+from gpufleet.core import conf
+
 # psycopg's "connection refused", "server closed the connection unexpectedly", "terminating connection due
 # to administrator command" (OperationalError) and "connection already closed" (InterfaceError), as Django
 # wraps them. Never IntegrityError or DataError: those are bugs or bad input, retrying will not help.
@@ -22,9 +24,7 @@ MAX_RETRIES = 24
 
 
 def cap_seconds() -> float:
-    from django.conf import settings
-
-    return float(max(1, min(15, settings.GPUFLEET_VISIBILITY_TIMEOUT_SECONDS // 2)))
+    return float(max(1, min(15, conf.VISIBILITY_TIMEOUT_SECONDS // 2)))
 
 
 def countdown(first: float, retries: int) -> float:

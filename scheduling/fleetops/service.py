@@ -9,10 +9,10 @@ from decimal import Decimal
 from typing import Any
 
 from billing import collect as billing_collect
-from billing import conf as billing_conf
 from billing.invoicing import money
 from billing.metering.usage import HAMI, RangeQuerier
 from billing.models import Price
+from gpufleet.core import conf
 from tenants.models import Tenant
 
 from . import measure, queues, rollup
@@ -81,7 +81,7 @@ def idle_findings(start: datetime, end: datetime, *, tenants: list[str] | None =
                                                             set(tenants) & set(per_tenant)))])
     runs, _ = rollup.idle_runs(client or billing_collect.metrics_client(), specs, start, end, options(), groups,
                                namespaces=wanted, late_allowance=late_allowance(), min_seconds=shortest * 60)
-    currency = billing_conf.text("GPUFLEET_BILLING_CURRENCY")
+    currency = conf.BILLING_CURRENCY
     prices = _price_table(currency)
     modes = {s.name: s.mode for s in specs}
     out = []
@@ -125,9 +125,7 @@ def utilisation(start: datetime, end: datetime, *, tenants: list[str] | None = N
 
 
 def late_allowance() -> timedelta:
-    from django.conf import settings as django_settings
-
-    return timedelta(seconds=int(django_settings.GPUFLEET_FLEETOPS_LATE_SECONDS))
+    return timedelta(seconds=int(conf.FLEETOPS_LATE_SECONDS))
 
 
 def rollup_window(start: datetime, end: datetime, *, now: datetime, force: bool = False,
@@ -160,9 +158,7 @@ def rollup_recent(now: datetime, client: Any = None) -> dict[str, int]:
     left to a later pass: reports never read a non-final roll-up, and one rolled up twice leaves its first
     rev superseded for it, which `rollup.utilisation_totals` then sums per hour range instead of in batches
     (one query per hour of a month)."""
-    from django.conf import settings as django_settings
-
-    horizon = int(django_settings.GPUFLEET_FLEETOPS_ROLLUP_HOURS)
+    horizon = int(conf.FLEETOPS_ROLLUP_HOURS)
     end = min(rollup.settled_until(now, options()), rollup.floor_hour(now - late_allowance()))
     return rollup_window(end - timedelta(hours=horizon), end, now=now, client=client)
 
@@ -204,10 +200,8 @@ def render_inputs() -> dict[str, Any]:
     The key starts with "_": only the platform's render reads it, so the fleet pass leaves it out of the key
     it remembers tenant renders by (tenants.fleet.context_key). Its ClusterQueue list changes with every
     tenant's quota; in that key, one quota change would re-render every tenant on the next pass."""
-    from django.conf import settings as django_settings
-
     fleet = FleetSettings.current()
-    return {FLEETOPS_KEY: {"kind": str(fleet.rule_kind), "namespace": django_settings.GPUFLEET_MONITORING_NAMESPACE,
+    return {FLEETOPS_KEY: {"kind": str(fleet.rule_kind), "namespace": conf.MONITORING_NAMESPACE,
                          "flavors": flavor_queues(), "signals": signal_settings(fleet)}}
 
 

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from django.conf import settings
-
 from gpufleet.core import metrics
 from infra.kube.backend import KubernetesBackend
 from infra.kube.nodes import ClusterOps
 from infra.metrics import MetricsClient
 from scheduling.placement import DEFAULT_CLUSTER
+from tenants.backends import kube_access
 
 if TYPE_CHECKING:
     from scheduling.models_clusters import Cluster
@@ -23,7 +22,7 @@ CLUSTER = DEFAULT_CLUSTER
 
 
 def cluster_ops() -> ClusterOps:
-    return ClusterOps(KubernetesBackend.from_settings(settings))
+    return ClusterOps(KubernetesBackend.from_access(kube_access()))
 
 
 def cluster() -> Cluster | None:

@@ -18,12 +18,12 @@ Every non-zero reading carries its evidence: the query and the raw samples of th
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from gpufleet.core import conf
 from infra.metrics import MetricsClient, Sample
 
 from .classify import Reading
@@ -45,11 +45,8 @@ BASELINE_LOOKBACK = "1d"  # how far before the window the last XID value is look
 EVIDENCE_SAMPLES = 12  # raw samples kept per reading (the first and the last ones)
 
 
-def node_label(environ: Mapping[str, str] = os.environ) -> str:
-    from django.conf import settings
-
-    return environ.get("GPUFLEET_DCGM_NODE_LABEL", "") or getattr(settings, "GPUFLEET_DCGM_NODE_LABEL", "") \
-        or "Hostname"
+def node_label() -> str:
+    return conf.DCGM_NODE_LABEL or "Hostname"
 
 
 def _sample(s: Sample) -> list[str]:

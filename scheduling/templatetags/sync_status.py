@@ -6,6 +6,8 @@ from typing import Any
 
 from django import template
 
+from gpufleet.core import conf
+
 register = template.Library()
 
 
@@ -23,9 +25,9 @@ def sync_schedule() -> str:
     reconcile_all, so there it never runs by itself."""
     from django.conf import settings
 
-    every = int(settings.GPUFLEET_SYNC_FLEET_SECONDS)
+    every = int(conf.SYNC_FLEET_SECONDS)
     if settings.CELERY_TASK_ALWAYS_EAGER:
         return ("The embedded demo does not run it (its in-process timer reconciles tenants every "
-                f"{int(settings.GPUFLEET_RECONCILE_ALL_SECONDS)} s); a deployment's Celery beat runs it every "
+                f"{int(conf.RECONCILE_ALL_SECONDS)} s); a deployment's Celery beat runs it every "
                 f"{every // 60} min.")
     return f"Celery beat runs it every {every // 60} min; if this stays, check that beat is running."

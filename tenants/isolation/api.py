@@ -3,7 +3,6 @@ settings, its kubeconfig and its dropped flows (views mixed into TenantViewSet).
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.http import HttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
@@ -16,6 +15,7 @@ from rest_framework.response import Response
 from gpufleet.accounts.roles import is_platform_admin
 from gpufleet.api.serializers import StrictSerializer, documented
 from gpufleet.api.viewsets import AuditActorMixin
+from gpufleet.core import conf
 from infra.cilium import CiliumCLI
 from infra.errors import InfraError
 
@@ -108,7 +108,7 @@ class TenantIsolationActions:
     @action(detail=True, methods=["get"], url_path="dropped-flows")
     def dropped_flows(self, request: Request, pk: str | None = None) -> Response:
         tenant = self.get_object()  # type: ignore[attr-defined]
-        cli = CiliumCLI(timeout=float(getattr(settings, "GPUFLEET_HUBBLE_TIMEOUT_SECONDS", 10)))
+        cli = CiliumCLI(timeout=float(conf.HUBBLE_TIMEOUT_SECONDS))
         try:
             flows = cli.dropped_flows(tenant.namespace)
         except InfraError as exc:

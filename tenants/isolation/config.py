@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from gpufleet.core import conf
+
 from . import policy
 
 
@@ -79,18 +81,17 @@ class TenantIsolationView:
 
 def settings_from(django_settings: Any) -> IsolationSettings:
     base = IsolationSettings()
-    get = lambda name, default: getattr(django_settings, name, None) or default  # noqa: E731
-    labels = get("GPUFLEET_INGRESS_LABELS", dict(base.ingress_labels))
+    labels = conf.INGRESS_LABELS or dict(base.ingress_labels)
     return IsolationSettings(
-        oidc_issuer=get("GPUFLEET_VCLUSTER_OIDC_ISSUER", "") or get("OIDC_OP_ISSUER", base.oidc_issuer),
-        oidc_client_id=get("GPUFLEET_VCLUSTER_OIDC_CLIENT_ID", base.oidc_client_id),
-        oidc_username_claim=get("GPUFLEET_OIDC_USERNAME_CLAIM", base.oidc_username_claim),
-        oidc_groups_claim=get("GPUFLEET_OIDC_GROUPS_CLAIM", base.oidc_groups_claim),
-        server_url_template=get("GPUFLEET_VCLUSTER_URL_TEMPLATE", base.server_url_template),
-        ingress_namespace=get("GPUFLEET_INGRESS_NAMESPACE", base.ingress_namespace),
+        oidc_issuer=conf.VCLUSTER_OIDC_ISSUER or getattr(django_settings, "OIDC_OP_ISSUER", None) or base.oidc_issuer,
+        oidc_client_id=conf.VCLUSTER_OIDC_CLIENT_ID or base.oidc_client_id,
+        oidc_username_claim=conf.OIDC_USERNAME_CLAIM or base.oidc_username_claim,
+        oidc_groups_claim=conf.OIDC_GROUPS_CLAIM or base.oidc_groups_claim,
+        server_url_template=conf.VCLUSTER_URL_TEMPLATE or base.server_url_template,
+        ingress_namespace=conf.INGRESS_NAMESPACE or base.ingress_namespace,
         ingress_labels=tuple(sorted(labels.items())),
-        monitoring_namespace=get("GPUFLEET_MONITORING_NAMESPACE", base.monitoring_namespace),
-        ca_store=getattr(django_settings, "GPUFLEET_VCLUSTER_CA_STORE", "") or "",
+        monitoring_namespace=conf.MONITORING_NAMESPACE or base.monitoring_namespace,
+        ca_store=conf.VCLUSTER_CA_STORE or "",
     )
 
 

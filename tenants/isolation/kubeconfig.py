@@ -22,6 +22,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from gpufleet.core import conf
+
 from . import config
 
 
@@ -113,9 +115,7 @@ def ca_pem(tenant: Any) -> str | None:
         pem = provider(tenant)
         if pem:
             return pem
-    from django.conf import settings
-
-    bundle = getattr(settings, "GPUFLEET_VCLUSTER_CA_BUNDLE", "")
+    bundle = conf.VCLUSTER_CA_BUNDLE
     if bundle:
         return Path(bundle).read_text()
     return None
@@ -137,7 +137,7 @@ def kubeconfig_yaml(tenant: Any) -> str:
         raise Conflict("no OIDC issuer is configured (GPUFLEET_VCLUSTER_OIDC_ISSUER or OIDC_OP_ISSUER): "
                        "the virtual cluster cannot authenticate anyone, so there is no kubeconfig to give")
     pem = ca_pem(tenant)
-    if not pem and getattr(settings, "GPUFLEET_KUBECONFIG_REQUIRE_CA", True):
+    if not pem and conf.KUBECONFIG_REQUIRE_CA:
         raise Conflict(missing_ca_message(tenant.slug, settings))
     return to_yaml(render_kubeconfig(tenant.slug, iso, pem, placements_of(tenant)))
 
@@ -146,12 +146,12 @@ def missing_ca_message(slug: str, settings: Any) -> str:
     """Why no kubeconfig can be given for `slug` (no CA known), naming the setting to fix."""
     why = ("kubectl would fail with 'x509: certificate signed by unknown authority', so no kubeconfig is handed out "
            "without it")
-    if not getattr(settings, "GPUFLEET_VCLUSTER_CA_STORE", ""):
+    if not conf.VCLUSTER_CA_STORE:
         return (f"no CA for '{slug}''s virtual cluster: GPUFLEET_VCLUSTER_CA_STORE is empty (the platform issues "
                 f"no CA) and GPUFLEET_VCLUSTER_CA_BUNDLE is not set; {why}")
-    if not getattr(settings, "GPUFLEET_OPENBAO_ADDR", ""):
+    if not conf.OPENBAO_ADDR:
         return (f"no CA for '{slug}''s virtual cluster: the OpenBao CA store is not configured "
                 f"(GPUFLEET_OPENBAO_ADDR is not set; GPUFLEET_VCLUSTER_CA_STORE names "
-                f"{settings.GPUFLEET_VCLUSTER_CA_STORE}); {why}")
+                f"{conf.VCLUSTER_CA_STORE}); {why}")
     return (f"the CA of '{slug}''s virtual cluster is not issued yet: the tenant's next reconcile issues it into "
             "OpenBao; try again in a minute")

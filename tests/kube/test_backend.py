@@ -223,14 +223,14 @@ def test_selective_prune_deletes_only_what_is_selected_and_writes_nothing(
     assert kube_backend.owned(str(ACME)) == ["Namespace.core/-/tenant-acme", "ResourceQuota.core/tenant-acme/backstop"]
 
 
-def test_from_settings_without_a_cluster_is_a_clear_permanent_error(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    from types import SimpleNamespace
+def test_from_access_without_a_cluster_is_a_clear_permanent_error(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    from infra.kube.backend import KubeAccess
 
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     with pytest.raises(PermanentError, match="cannot configure the Kubernetes client"):
-        KubernetesBackend.from_settings(SimpleNamespace(GPUFLEET_KUBECONFIG="", GPUFLEET_KUBE_CONTEXT=""))
+        KubernetesBackend.from_access(KubeAccess(kubeconfig="", context=""))
     with pytest.raises(PermanentError, match="cannot configure the Kubernetes client"):
-        KubernetesBackend.from_settings(SimpleNamespace(GPUFLEET_KUBECONFIG=str(tmp_path / "absent")))
+        KubernetesBackend.from_access(KubeAccess(kubeconfig=str(tmp_path / "absent")))
 
 
 def test_an_object_applied_under_another_version_of_its_group_is_not_pruned(

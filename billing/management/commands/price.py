@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from django.core.management.base import CommandParser
 
-from billing import actions, conf
+from billing import actions
 from billing.models import Price
 from billing.periods import check_currency
 from gpufleet.audit.context import acting
 from gpufleet.command import GpufleetCommand
+from gpufleet.core import conf
 from tenants.errors import ActionError
 
 from ._billing_cli import action_error, dumps
@@ -56,7 +57,7 @@ class Command(GpufleetCommand):
     def _check_currency(self, currency: str, *, yes: bool) -> None:
         """Invoices are in the fleet's billing currency and read only its prices: a price in another one is
         never billed, so entering it by mistake is asked about (or refused without --yes)."""
-        fleet = conf.text("GPUFLEET_BILLING_CURRENCY")
+        fleet = conf.BILLING_CURRENCY
         if check_currency(currency) is None and currency != fleet:  # an invalid code is the action's 400
             self.confirm(f"--currency: {currency} is not the fleet's billing currency ({fleet}); invoices read "
                          f"{fleet} prices only, so this price will not be billed. Enter it anyway?", yes=yes)

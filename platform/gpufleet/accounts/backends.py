@@ -8,15 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth.backends import ModelBackend
 from django.http import HttpRequest
+
+from gpufleet.core import conf
 
 
 class PasswordBackend(ModelBackend):
     def authenticate(  # type: ignore[override]
         self, request: HttpRequest | None, username: str | None = None, password: str | None = None, **kwargs: Any
     ) -> Any:
-        if not getattr(settings, "GPUFLEET_PASSWORD_LOGIN", False):
+        if not conf.PASSWORD_LOGIN:
             return None
         return super().authenticate(request, username=username, password=password, **kwargs)

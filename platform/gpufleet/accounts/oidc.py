@@ -27,6 +27,8 @@ from django.shortcuts import resolve_url
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
+from gpufleet.core import conf
+
 from . import actions
 from .groups import GroupGrants, parse_groups
 
@@ -43,7 +45,7 @@ __all__ = [
 
 
 def oidc_enabled() -> bool:
-    return bool(getattr(settings, "GPUFLEET_OIDC_ENABLED", False) and settings.OIDC_OP_ISSUER)
+    return bool(conf.OIDC_ENABLED and settings.OIDC_OP_ISSUER)
 
 
 def _issuer() -> str:
@@ -89,7 +91,7 @@ class GpufleetOIDCBackend(OIDCAuthenticationBackend):
         return bool(claims.get("sub"))
 
     def get_username(self, claims: dict[str, Any]) -> str:
-        name = claims.get(settings.GPUFLEET_OIDC_USERNAME_CLAIM) or claims.get("email") or claims["sub"]
+        name = claims.get(conf.OIDC_USERNAME_CLAIM) or claims.get("email") or claims["sub"]
         return str(name).strip()[:150]
 
     def filter_users_by_claims(self, claims: dict[str, Any]):  # type: ignore[no-untyped-def]
@@ -102,11 +104,11 @@ class GpufleetOIDCBackend(OIDCAuthenticationBackend):
     def create_user(self, claims: dict[str, Any]):  # type: ignore[no-untyped-def]
         return actions.create_oidc_user(
             _issuer(), claims, username=self.get_username(claims),
-            groups_claim=settings.GPUFLEET_OIDC_GROUPS_CLAIM,
+            groups_claim=conf.OIDC_GROUPS_CLAIM,
         )
 
     def update_user(self, user, claims: dict[str, Any]):  # type: ignore[no-untyped-def]
-        return actions.sync_oidc_user(user, claims, groups_claim=settings.GPUFLEET_OIDC_GROUPS_CLAIM)
+        return actions.sync_oidc_user(user, claims, groups_claim=conf.OIDC_GROUPS_CLAIM)
 
 
 # ID token bookkeeping that is not a claim about the user.

@@ -32,12 +32,13 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from django.conf import settings
 from django.db import connections, router
 from django.http import HttpResponse
 from django.utils import timezone, translation
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
+
+from gpufleet.core import conf
 
 from .dataversion import read_version
 
@@ -144,7 +145,7 @@ def answer_cache() -> AnswerCache | None:
     if _cache is None:
         with _cache_guard:
             if _cache is None:
-                _cache = AnswerCache(int(getattr(settings, "GPUFLEET_API_CACHE_BYTES", DEFAULT_BYTES)))
+                _cache = AnswerCache(int(conf.API_CACHE_BYTES))
     return _cache if _cache.max_bytes > 0 else None
 
 

@@ -8,13 +8,13 @@ source. The query dialect (`GPUFLEET_METRICS_DIALECT`) is chosen here too, once 
 
 from __future__ import annotations
 
-import os
 from typing import Protocol
 
-from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from infra.metrics import MetricsClient
+
+from . import conf
 
 URL_SETTING = "GPUFLEET_METRICS_URL"
 DIALECT_SETTING = "GPUFLEET_METRICS_DIALECT"
@@ -30,16 +30,9 @@ class HasMetricsSource(Protocol):
     metrics_url: str
 
 
-def _setting(name: str, default: str) -> str:
-    # A Django setting when defined, else the environment (how billing.conf reads its settings too).
-    if hasattr(settings, name):
-        return str(getattr(settings, name) or "")
-    return os.environ.get(name) or default
-
-
 def platform_url() -> str:
     """The platform's shared metrics source ("" when not configured)."""
-    return _setting(URL_SETTING, "")
+    return conf.METRICS_URL
 
 
 def url_of(cluster: HasMetricsSource | None = None) -> str:
@@ -60,7 +53,7 @@ def client(cluster: HasMetricsSource | None = None) -> MetricsClient:
 
 def dialect() -> str:
     """The configured query dialect, one of DIALECTS."""
-    value = _setting(DIALECT_SETTING, METRICSQL) or METRICSQL
+    value = conf.METRICS_DIALECT or METRICSQL
     if value not in DIALECTS:
         raise ImproperlyConfigured(f"{DIALECT_SETTING} must be one of {', '.join(DIALECTS)}, not {value!r}")
     return value

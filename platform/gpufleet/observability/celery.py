@@ -7,11 +7,12 @@ GPUFLEET_WORKER_METRICS_ADDR (the chart: the pod IP; unset: 127.0.0.1).
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
 from celery.signals import task_postrun, task_prerun, worker_ready
+
+from gpufleet.core import conf
 
 from .metrics import TASK_SECONDS
 
@@ -32,7 +33,7 @@ def _task_finished(task_id: str = "", task: Any = None, state: str | None = None
 
 @worker_ready.connect
 def _serve_worker_metrics(**_: Any) -> None:
-    port = os.environ.get("GPUFLEET_WORKER_METRICS_PORT", "")
+    port = conf.WORKER_METRICS_PORT
     if port:
         from prometheus_client import start_http_server
 
@@ -40,5 +41,5 @@ def _serve_worker_metrics(**_: Any) -> None:
 
         # Where the chart says (the pod's own IP, so the PodMonitor reaches it); loopback when nothing says:
         # prometheus_client's default, 0.0.0.0, would publish task names and tenant counts on every interface.
-        address = os.environ.get("GPUFLEET_WORKER_METRICS_ADDR", "") or "127.0.0.1"
+        address = conf.WORKER_METRICS_ADDR or "127.0.0.1"
         start_http_server(int(port), addr=address, registry=registry())

@@ -25,6 +25,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import REGISTRY, Collector
 
+from gpufleet.core import conf
+
 log = logging.getLogger(__name__)
 
 REQUEST_SECONDS = Histogram(
@@ -158,9 +160,8 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
     """`GET /metrics`. Unauthenticated like every exporter, so only for direct scrapes: a request that came
     through a proxy (the ingress sets X-Forwarded-For) gets 404 unless GPUFLEET_METRICS_PUBLIC is set.
     The chart's ServiceMonitor scrapes the Service directly."""
-    from django.conf import settings
     from django.http import Http404
 
-    if request.headers.get("X-Forwarded-For") and not getattr(settings, "GPUFLEET_METRICS_PUBLIC", False):
+    if request.headers.get("X-Forwarded-For") and not conf.METRICS_PUBLIC:
         raise Http404("metrics are served to direct scrapes only")
     return HttpResponse(generate_latest(registry()), content_type=CONTENT_TYPE_LATEST)

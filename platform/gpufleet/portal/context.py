@@ -1,7 +1,7 @@
-from django.conf import settings
 from django.http import HttpRequest
 
 from gpufleet.accounts.roles import PLATFORM_ROLES, has_role, is_billing_admin, is_platform_admin
+from gpufleet.core import conf
 from gpufleet.portal.navigation import menu
 
 
@@ -14,8 +14,8 @@ def portal(request: HttpRequest) -> dict[str, object]:
     admin = is_platform_admin(user)
     return {
         "menu": menu(page, admin=admin),
-        "oidc_enabled": settings.GPUFLEET_OIDC_ENABLED,
-        "password_login": settings.GPUFLEET_PASSWORD_LOGIN,
+        "oidc_enabled": conf.OIDC_ENABLED,
+        "password_login": conf.PASSWORD_LOGIN,
         "is_platform_admin": admin,
         "is_billing_admin": is_billing_admin(user),
         # Shown beside the signed-in user so people know which powers the pages will give them.

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import json
 
-from django.conf import settings
 from django.core.management.base import CommandError, CommandParser
 
 from gpufleet.command import GpufleetCommand
+from gpufleet.core import conf
 from infra.errors import InfraError
 from infra.kube.backend import KubernetesBackend
 from infra.kube.clusters import from_references
@@ -29,6 +29,7 @@ from scheduling.inputs import load_catalog
 from scheduling.models import Cluster
 from scheduling.models_clusters import DEFAULT_CLUSTER
 from scheduling.sync_objects import SyncTarget
+from tenants.backends import kube_access
 from tenants.render import RenderContext, render_platform
 
 
@@ -41,12 +42,10 @@ class Command(GpufleetCommand):
         parser.add_argument("--context", default=None)
 
     def handle(self, *args: object, **opts: object) -> None:
-        class Source:  # the backend's settings reader, with the command line taking precedence
-            GPUFLEET_KUBECONFIG = opts["kubeconfig"] or getattr(settings, "GPUFLEET_KUBECONFIG", "")
-            GPUFLEET_KUBE_CONTEXT = opts["context"] or getattr(settings, "GPUFLEET_KUBE_CONTEXT", "")
-
+        # The command line takes precedence over the settings.
+        access = kube_access(str(opts["kubeconfig"] or ""), str(opts["context"] or ""))
         try:
-            read = KubernetesBackend.from_settings(Source).read
+            read = KubernetesBackend.from_access(access).read
             loaded = load_catalog()
             clusters = list(Cluster.objects.all())
             local = _local_cluster(clusters)
@@ -54,19 +53,19 @@ class Command(GpufleetCommand):
             # The global checks read the cluster of --kubeconfig: judge it by its own catalog (its pools), not
             # by every cluster's.
             cat = specs[local.name].catalog if local is not None and local.name in specs else loaded["scheduling"]
-            store = getattr(settings, "GPUFLEET_VCLUSTER_CA_STORE", "")
+            store = conf.VCLUSTER_CA_STORE
             more = [*blocker_checks(
                 read, platform=lambda: render_platform(RenderContext.from_settings()),
                 targets=lambda: [SyncTarget.of(c) for c in clusters],
                 store=store,
-                openbao=bool(getattr(settings, "GPUFLEET_OPENBAO_ADDR", "")),
-                bundle=getattr(settings, "GPUFLEET_VCLUSTER_CA_BUNDLE", "")),
+                openbao=bool(conf.OPENBAO_ADDR),
+                bundle=conf.VCLUSTER_CA_BUNDLE),
                 *cluster_checks(lambda: [Target(specs[c.name], read if c is local else _reader(c), c is local)
                                          for c in clusters if c.name in specs], external_secrets=bool(store),
                                rule_kind=str(FleetSettings.current().rule_kind))]
             findings = diagnose(read, cat, more,
-                                chart_version=settings.GPUFLEET_VCLUSTER_CHART_VERSION,
-                syncer_image=getattr(settings, "GPUFLEET_VCLUSTER_SYNCER_IMAGE", "") or "")
+                                chart_version=conf.VCLUSTER_CHART_VERSION,
+                syncer_image=conf.VCLUSTER_SYNCER_IMAGE or "")
         except InfraError as exc:
             raise CommandError(f"cannot read the cluster: {exc}") from exc
         failed = [f for f in findings if not f.ok]
@@ -94,6 +93,6 @@ def _reader(cluster: Cluster) -> Read | None:
     kube backend reaches it); None when nothing says how to reach it."""
     if not cluster.kubeconfig_secret:
         return None
-    backend = from_references([(cluster.name, cluster.tree, cluster.kube_api, cluster.kubeconfig_secret)], settings,
-                              local_tree=cluster.tree)
+    backend = from_references([(cluster.name, cluster.tree, cluster.kube_api, cluster.kubeconfig_secret)],
+                              kube_access(), local_tree=cluster.tree)
     return backend.read

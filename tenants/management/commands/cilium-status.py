@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.core.management.base import CommandError
 
 from gpufleet.command import GpufleetCommand
+from gpufleet.core import conf
 from infra.cilium import CiliumCLI
 from infra.errors import InfraError
 
@@ -16,7 +16,7 @@ class Command(GpufleetCommand):
     help = "Check Cilium's health with the cilium CLI; exits non-zero when unhealthy or unreachable."
 
     def handle(self, *args: object, **opts: object) -> None:
-        cli = CiliumCLI(timeout=float(getattr(settings, "GPUFLEET_HUBBLE_TIMEOUT_SECONDS", 10)))
+        cli = CiliumCLI(timeout=float(conf.HUBBLE_TIMEOUT_SECONDS))
         try:
             health = cli.status()
         except InfraError as exc:

@@ -4,9 +4,10 @@ Signing out is mozilla-django-oidc's OIDCLogoutView (portal/urls.py): it ends th
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.contrib.auth.views import LoginView as DjangoLoginView
 from django.http import HttpRequest, HttpResponse
+
+from gpufleet.core import conf
 
 
 class LoginView(DjangoLoginView):
@@ -16,7 +17,7 @@ class LoginView(DjangoLoginView):
     def post(self, request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
         # The form is hidden when password sign-in is off; refuse a hand-made POST too, or the
         # ModelBackend would still accept passwords in production.
-        if not settings.GPUFLEET_PASSWORD_LOGIN:
+        if not conf.PASSWORD_LOGIN:
             response = self.get(request, *args, **kwargs)
             response.status_code = 403
             return response

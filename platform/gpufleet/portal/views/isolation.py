@@ -3,11 +3,11 @@ portal pages (the same data the API serves as JSON), so no portal page links int
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from gpufleet.core import conf
 from infra.cilium import CiliumCLI
 from infra.errors import InfraError
 from tenants.errors import ActionError
@@ -30,7 +30,7 @@ def dropped_flows(request: HttpRequest, slug: str) -> HttpResponse:
     """Hubble's dropped flows for the tenant's namespace. Hubble missing or unreachable is an empty
     state that says so (200: the page works, the data source is what is absent), not an error page."""
     tenant = scoped_tenant(request, slug)
-    cli = CiliumCLI(timeout=float(getattr(settings, "GPUFLEET_HUBBLE_TIMEOUT_SECONDS", 10)))
+    cli = CiliumCLI(timeout=float(conf.HUBBLE_TIMEOUT_SECONDS))
     try:
         flows, unavailable = cli.dropped_flows(tenant.namespace), ""
     except InfraError as exc:

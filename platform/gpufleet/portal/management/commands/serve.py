@@ -16,6 +16,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError, CommandParser
 
 from gpufleet.command import GpufleetCommand
+from gpufleet.core import conf
 
 
 class Command(GpufleetCommand):
@@ -34,14 +35,14 @@ class Command(GpufleetCommand):
         call_command("reconcile", all=True)
         if settings.CELERY_TASK_ALWAYS_EAGER:
             self._start_beat()
-        repo = settings.GPUFLEET_GITOPS_REPO
+        repo = conf.GITOPS_REPO
         self.stdout.write(f"gpufleet is serving on http://{addrport}/ (GitOps repo: {repo})")
         call_command("runserver", addrport, use_reloader=False)
 
     def _start_beat(self) -> None:
         from tenants.tasks import reconcile_all
 
-        interval = float(settings.GPUFLEET_RECONCILE_ALL_SECONDS)
+        interval = float(conf.RECONCILE_ALL_SECONDS)
         stop = threading.Event()
 
         def beat() -> None:
