@@ -16,8 +16,6 @@ from infra.metrics import MetricsClient
 
 from . import conf
 
-URL_SETTING = "GPUFLEET_METRICS_URL"
-DIALECT_SETTING = "GPUFLEET_METRICS_DIALECT"
 # The query language of the metrics source: VictoriaMetrics' MetricsQL (fewer rollups per measurement; the
 # default) or plain PromQL for any Prometheus-API TSDB. Both compute the same numbers (billing.metering.promql).
 METRICSQL, PROMQL = "metricsql", "promql"
@@ -55,5 +53,5 @@ def dialect() -> str:
     """The configured query dialect, one of DIALECTS."""
     value = conf.METRICS_DIALECT or METRICSQL
     if value not in DIALECTS:
-        raise ImproperlyConfigured(f"{DIALECT_SETTING} must be one of {', '.join(DIALECTS)}, not {value!r}")
+        raise ImproperlyConfigured(f"GPUFLEET_METRICS_DIALECT must be one of {', '.join(DIALECTS)}, not {value!r}")
     return value
