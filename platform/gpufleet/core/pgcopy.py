@@ -1,0 +1,72 @@
+"""PostgreSQL's COPY for bulk inserts: the platform's one fast path around the ORM (docs/adr/0002).
+
+`copy_rows(model, columns, rows)` writes rows through psycopg 3's own COPY API in binary format: the
+column types are derived from the model's fields (`set_types`), psycopg's C dumpers encode each value
+(`write_row`), and PostgreSQL reads ids, timestamps and numerics without parsing text. The database stores
+what `bulk_create` would store: numeric columns round to their scale on input, binary or text alike, and
+timestamps travel as UTC instants.
+
+No model signals, no `save()`, no per-row foreign-key triggers of Django's: callers use it for rows nothing
+listens to (usage rows, invoice lines) and check what they refer to themselves. The `GPUFLEET_PG_COPY` setting
+(default on) turns it off: every call then goes through `bulk_create`, the same rows, slower.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, models
+
+# Django's column type (`numeric(20, 6)`, `varchar(63)`) without its modifiers: the name psycopg's type
+# registry knows (its built-in types are registered under both `int8` and `bigint`, etc.).
+_MODIFIERS = re.compile(r"\(.*\)")
+
+
+def columns(model: type[models.Model], *, exclude: Iterable[str] = ()) -> tuple[str, ...]:
+    """The model's column names (`attname`: `tenant_id`, not `tenant`) in field order, without its
+    auto-generated primary key: what a COPY of new rows names. Derived from the model, so a field added
+    to the model is a column here without another list to edit."""
+    skip = set(exclude)
+    return tuple(f.column for f in model._meta.concrete_fields
+                 if not (f.primary_key and isinstance(f, models.AutoField)) and f.attname not in skip)
+
+
+def column_types(model: type[models.Model], names: Sequence[str]) -> list[str]:
+    """The PostgreSQL type names of the columns, for psycopg's `Copy.set_types`."""
+    by_column = {f.column: f for f in model._meta.concrete_fields}
+    return [_MODIFIERS.sub("", by_column[name].db_type(connection) or "").strip() for name in names]
+
+
+def enabled() -> bool:
+    return bool(getattr(settings, "GPUFLEET_PG_COPY", True))
+
+
+def copy_rows(model: type[models.Model], names: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
+    """Insert `rows` (values in `names` order) into the model's table with one binary COPY; returns how
+    many. Runs on Django's connection, inside the caller's transaction."""
+    if not enabled():
+        return _bulk_create(model, names, rows)
+    table = connection.ops.quote_name(model._meta.db_table)
+    quoted = ", ".join(connection.ops.quote_name(name) for name in names)
+    types = column_types(model, names)
+    count = 0
+    with connection.cursor() as cursor, cursor.cursor.copy(  # psycopg 3's cursor under Django's
+            f"COPY {table} ({quoted}) FROM STDIN (FORMAT binary)") as copy:
+        copy.set_types(types)
+        write = copy.write_row
+        for row in rows:
+            write(row)
+            count += 1
+    return count
+
+
+def _bulk_create(model: type[models.Model], names: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
+    """The same rows through the ORM (COPY turned off)."""
+    by_column = {f.column: f.attname for f in model._meta.concrete_fields}
+    attnames = [by_column[name] for name in names]
+    objects = [model(**dict(zip(attnames, row, strict=True))) for row in rows]
+    model._default_manager.bulk_create(objects, batch_size=1000)
+    return len(objects)
