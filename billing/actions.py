@@ -146,8 +146,7 @@ def store_usage_batches(start: datetime, end: datetime,
 
 # (tenant_id, flavor_id, cluster_id) -> hour -> [unit_seconds, gpu_equivalent_seconds]: plain values, not model
 # instances (a month of a large fleet is 3-5 x 10^5 rows), grouped as the unique index orders them, so the
-# COPY inserts each group's hours next to each other in the index (PostgreSQL CPU of a three-cluster month's
-# COPY 3.9-4.4 -> 2.4-3.2 s against hour-major order).
+# COPY inserts each group's hours next to each other in the index (figures: docs/adr/0002).
 UsageRows = dict[tuple[int, int, int], dict[datetime, list[Decimal]]]
 
 
