@@ -585,8 +585,8 @@ def _draft_one(tenant: Tenant, batch: _Batch, opencost: OpenCostFigures | None) 
         live.tenant = tenant  # the row locked above (same pk): the snapshots need not fetch it again
     invoice = live or Invoice(tenant=tenant, period=batch.period, currency=batch.currency, replaces=replaced)
     before = _snapshot(invoice) if live is not None else None
-    invoice.subtotal = draft.subtotal
-    invoice.total = draft.total
+    for name, value in draft.invoice_totals().items():
+        setattr(invoice, name, value)
     if opencost is not None:
         invoice.opencost_cost, invoice.opencost_gpu_hours = opencost.cost, opencost.gpu_hours
     invoice.drafted_at = clock.now()
