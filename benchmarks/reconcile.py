@@ -35,7 +35,6 @@ import pstats
 import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -228,7 +227,9 @@ def _populate(n: int, cluster_count: int = 1, per_tenant: int = 1) -> tuple[list
 
 
 def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout
+    from infra.gitops.git import Git
+
+    return Git(repo).run(*args)
 
 
 class Measure:

@@ -8,22 +8,22 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, fields
 from dataclasses import field as dataclass_field
 from datetime import UTC, date, datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
-from struct import pack
+from operator import attrgetter
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Case, Exists, IntegerField, OuterRef, Q, Value, When
 from django.db.models.functions import TruncDay
-from psycopg.adapt import PyFormat
 
 from gpufleet import clock
 from gpufleet.audit.record import record, record_many
-from gpufleet.core import conf
+from gpufleet.core import conf, pgcopy
 from scheduling.models import DEFAULT_CLUSTER, Cluster, Flavor, Placement, default_cluster_id
 from tenants.errors import ActionError, Conflict
 from tenants.models import Tenant
@@ -146,8 +146,7 @@ def store_usage_batches(start: datetime, end: datetime,
 
 # (tenant_id, flavor_id, cluster_id) -> hour -> [unit_seconds, gpu_equivalent_seconds]: plain values, not model
 # instances (a month of a large fleet is 3-5 x 10^5 rows), grouped as the unique index orders them, so the
-# COPY inserts each group's hours next to each other in the index (PostgreSQL CPU of a three-cluster month's
-# COPY 3.9-4.4 -> 2.4-3.2 s against hour-major order).
+# COPY inserts each group's hours next to each other in the index (figures: docs/adr/0002).
 UsageRows = dict[tuple[int, int, int], dict[datetime, list[Decimal]]]
 
 
@@ -230,57 +229,25 @@ def _lock_owners(rows: UsageRows, owners: _Owners) -> None:
 
 # Rows stored by one collection above which the usage table's planner statistics are refreshed at once.
 ANALYZE_AFTER_ROWS = 50_000
+# The columns each usage row below gives, in its order; their types come from the model (gpufleet.core.pgcopy).
 USAGE_COLUMNS = ("tenant_id", "flavor_id", "cluster_id", "hour", "unit_seconds", "gpu_equivalent_seconds",
                  "collected_at", "window_start", "window_end")
 
 
 def _insert_usage(rows: UsageRows, now: datetime, start: datetime, end: datetime) -> Decimal:
-    """Write the rows through one COPY per batch (a month of 1,000 GPUs is 3-5 x 10^5 rows); returns their
-    unit-seconds."""
-    # COPY's binary format written by hand: PostgreSQL then reads ids, stamps and numerics without parsing
-    # text (a three-cluster month's COPY: ~0.4 CPU-s less in PostgreSQL), and Python encodes each distinct
-    # value, hour and group once, with psycopg's own binary dumpers: a batch of ~5 x 10^4 rows has a few
-    # thousand distinct values, a few dozen hours and a few hundred groups. Decimals equal in value share
-    # an encoding (7200 and 7200.000), which the column's scale stores alike.
-    with connection.cursor() as cursor:
-        raw = cursor.cursor  # psycopg 3's cursor under Django's
-        number = raw.adapters.get_dumper(Decimal, PyFormat.BINARY)(Decimal, raw).dump
-        moment = raw.adapters.get_dumper(datetime, PyFormat.BINARY)(datetime, raw).dump
+    """Write the rows through one binary COPY per batch (a month of 1,000 GPUs is 3-5 x 10^5 rows; why and
+    the figures: docs/adr/0002); returns their unit-seconds."""
+    units: list[Decimal] = []
+    add = units.append
 
-        def field(data: Any) -> bytes:
-            data = bytes(data)
-            return pack("!i", len(data)) + data
-
-        numbers: dict[Decimal, bytes] = {}
-        stamps: dict[datetime, bytes] = {}
-        tail = field(moment(now)) + field(moment(start)) + field(moment(end))
-        units: list[Decimal] = []
-        parts: list[bytes] = [COPY_BINARY_HEADER]
-        add = parts.extend
+    def values() -> Iterable[tuple[Any, ...]]:
         for (t, f, c), hours in rows.items():
-            head = pack("!hiqiqiq", len(USAGE_COLUMNS), 8, t, 8, f, 8, c)
             for h, (u, g) in hours.items():
-                stamp = stamps.get(h)
-                if stamp is None:
-                    stamp = stamps[h] = field(moment(h))
-                unit = numbers.get(u)
-                if unit is None:
-                    unit = numbers[u] = field(number(u))
-                gpu = numbers.get(g)
-                if gpu is None:
-                    gpu = numbers[g] = field(number(g))
-                add((head, stamp, unit, gpu, tail))
-                units.append(u)
-        parts.append(COPY_BINARY_TRAILER)
-        with raw.copy(f"COPY {UsageRecord._meta.db_table} ({', '.join(USAGE_COLUMNS)}) FROM STDIN (FORMAT binary)"
-                      ) as copy:
-            copy.write(b"".join(parts))
+                add(u)
+                yield t, f, c, h, u, g, now, start, end
+
+    pgcopy.copy_rows(UsageRecord, USAGE_COLUMNS, values())
     return sum(units, Decimal(0))
-
-
-# PostgreSQL's binary COPY framing: signature, flags, header extension length; a field count of -1 ends it.
-COPY_BINARY_HEADER = b"PGCOPY\n\xff\r\n\x00" + pack("!ii", 0, 0)
-COPY_BINARY_TRAILER = pack("!h", -1)
 
 
 # --- prices ---------------------------------------------------------------------------------------
@@ -618,8 +585,8 @@ def _draft_one(tenant: Tenant, batch: _Batch, opencost: OpenCostFigures | None) 
         live.tenant = tenant  # the row locked above (same pk): the snapshots need not fetch it again
     invoice = live or Invoice(tenant=tenant, period=batch.period, currency=batch.currency, replaces=replaced)
     before = _snapshot(invoice) if live is not None else None
-    invoice.subtotal = draft.subtotal
-    invoice.total = draft.total
+    for name, value in draft.invoice_totals().items():
+        setattr(invoice, name, value)
     if opencost is not None:
         invoice.opencost_cost, invoice.opencost_gpu_hours = opencost.cost, opencost.gpu_hours
     invoice.drafted_at = clock.now()
@@ -637,33 +604,52 @@ def _write_drafts(drafted: list[_Drafted]) -> None:
     redrafted = [d.invoice.pk for d in drafted if d.before is not None]
     if redrafted:  # nothing refers to lines
         InvoiceLine.objects.filter(invoice_id__in=redrafted)._raw_delete(InvoiceLine.objects.db)
-    _insert_lines([
-        (d.invoice.pk, i, line.kind, line.flavor_id, line.flavor_name, line.place.cluster_id, line.place.cluster_name,
-         line.place.region, line.place.region_name, line.place.availability_zone, line.description[:300],
-         line.charge_start, line.charge_end, line.quantity, line.unit_price, line.amount, line.unit_seconds,
-         line.gpu_equivalent_seconds, line.price_id, line.billed_unit_seconds, line.measured_unit_seconds,
-         line.adjusts_id)
-        for d in drafted for i, line in enumerate(d.lines, start=1)])
+    _insert_lines((d.invoice.pk, i, line) for d in drafted for i, line in enumerate(d.lines, start=1))
     record_many(("billing.invoice.draft", d.invoice,
                  {"before": d.before, "after": _snapshot(d.invoice), "tenant_slug": d.invoice.tenant.slug})
                 for d in drafted)
 
 
-LINE_COLUMNS = ("invoice_id", "position", "kind", "flavor_id", "flavor_name", "cluster_id", "cluster_name", "region",
-                "region_name", "availability_zone", "description", "charge_start", "charge_end", "quantity",
-                "unit_price", "amount", "unit_seconds", "gpu_equivalent_seconds", "price_id", "billed_unit_seconds",
-                "measured_unit_seconds", "adjusts_id")
+# An invoice line's columns, from the model: what `_line_values` fills, each from the computed line
+# (invoicing.Line) or its place (invoicing.Place) by the same name, or from the invoice and position.
+LINE_COLUMNS = pgcopy.columns(InvoiceLine)
+_LINE_OWN = ("invoice_id", "position", "description")  # not read from the line as they are
 
 
-def _insert_lines(rows: list[tuple[Any, ...]]) -> None:
-    """Invoice lines, values in LINE_COLUMNS order, in one COPY: a month of 200 tenants on three clusters is
-    1,800 lines of 22 values, which bulk_create prepared field by field and the client cursor quoted one by
-    one (~0.15 s of a 0.5 s draft); COPY's rows go through psycopg's C dumpers, and the database stores the
-    same values (its numeric columns round to their scale either way)."""
-    with connection.cursor() as cursor, cursor.cursor.copy(  # psycopg 3's COPY on Django's cursor
-            f"COPY {InvoiceLine._meta.db_table} ({', '.join(LINE_COLUMNS)}) FROM STDIN") as copy:
-        for row in rows:
-            copy.write_row(row)
+def _line_getters() -> list[Callable[[invoicing.Line], Any] | None]:
+    """For each of LINE_COLUMNS: how to read it from a computed line (None: `_line_values` sets it)."""
+    line_fields = {f.name for f in fields(invoicing.Line)}
+    place_fields = {f.name for f in fields(invoicing.Place)}
+    getters: list[Callable[[invoicing.Line], Any] | None] = []
+    for column in LINE_COLUMNS:
+        if column in _LINE_OWN:
+            getters.append(None)
+        elif column in line_fields:
+            getters.append(attrgetter(column))
+        elif column in place_fields:
+            getters.append(attrgetter(f"place.{column}"))
+        else:  # a field added to InvoiceLine must be computed on invoicing.Line (or its Place) too
+            raise ImproperlyConfigured(f"InvoiceLine.{column} has no value on billing.invoicing.Line")
+    return getters
+
+
+_LINE_GETTERS = _line_getters()
+_INVOICE, _POSITION, _DESCRIPTION = (LINE_COLUMNS.index(name) for name in _LINE_OWN)
+_DESCRIPTION_LENGTH = InvoiceLine._meta.get_field("description").max_length
+
+
+def _line_values(invoice_id: int, position: int, line: invoicing.Line) -> list[Any]:
+    values = [None if get is None else get(line) for get in _LINE_GETTERS]
+    values[_INVOICE], values[_POSITION] = invoice_id, position
+    values[_DESCRIPTION] = line.description[:_DESCRIPTION_LENGTH]
+    return values
+
+
+def _insert_lines(lines: Iterable[tuple[int, int, invoicing.Line]]) -> None:
+    """Invoice lines (invoice id, position, computed line) in one binary COPY (gpufleet.core.pgcopy): a month
+    of 200 tenants on three clusters is 1,800 lines of 22 values, which bulk_create prepared field by field and
+    the client cursor quoted one by one (docs/adr/0002)."""
+    pgcopy.copy_rows(InvoiceLine, LINE_COLUMNS, (_line_values(*item) for item in lines))
 
 
 def draft_invoice(tenant: Tenant, period: Any, currency: str | None = None,

@@ -148,6 +148,11 @@ class Draft:
     def total(self) -> Decimal:
         return self.subtotal
 
+    def invoice_totals(self) -> dict[str, Decimal]:
+        """The Invoice fields this draft computes, by field name: drafting sets each on the invoice, so a new
+        total is added here (and on the model and serializer) only."""
+        return {"subtotal": self.subtotal, "total": self.total}
+
 
 def month_bounds(period: date, tz: Any) -> tuple[datetime, datetime]:
     start = datetime(period.year, period.month, 1, tzinfo=tz)

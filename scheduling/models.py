@@ -383,17 +383,3 @@ class InferenceEndpoint(models.Model):
 
 # Fleet sync runs live in their own module (owned by the GitOps sync); importing registers the model.
 from .models_sync import SyncRun  # noqa: E402, F401
-
-
-class CatalogRevision(models.Model):
-    """One row whose token database triggers redraw on every change to the catalog's tables
-    (scheduling.catalog_revision): the per-process catalog cache is valid while it stays the same."""
-
-    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
-    token = models.BigIntegerField()
-
-    class Meta:
-        db_table = "scheduling_catalogrevision"
-
-    def __str__(self) -> str:
-        return f"catalog revision {self.token:x}"

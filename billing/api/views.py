@@ -20,7 +20,7 @@ from gpufleet.accounts.roles import is_billing_admin
 from gpufleet.api.answercache import CachedReadsMixin
 from gpufleet.api.permissions import IsBillingAdmin
 from gpufleet.api.prefetch import attach_rows
-from gpufleet.api.representation import row_lookups
+from gpufleet.api.representation import read_columns, row_lookups
 from gpufleet.api.serializers import no_body
 from gpufleet.api.viewsets import ScopedReadOnlyViewSet
 from infra.errors import PermanentError, TransientError
@@ -50,11 +50,9 @@ def _lines():  # type: ignore[no-untyped-def]
     return InvoiceLine.objects.select_related("adjusts")
 
 
-# The invoice columns InvoiceSerializer shows (`period` through `period_label`); the relations' columns
-# are named where the queryset is narrowed.
-INVOICE_READ_COLUMNS = ("id", "number", "tenant", "period", "currency", "state", "subtotal", "total",
-                        "opencost_cost", "opencost_gpu_hours", "content_hash", "replaces", "drafted_at",
-                        "finalized_at", "voided_at", "void_reason")
+# What InvoiceSerializer shows of an invoice: its columns, and its tenant's slug and replaced invoice's number
+# rather than those rows' other columns (the tenant's JSON, its dates: benchmarks/README.md, "API").
+INVOICE_READ_COLUMNS = read_columns(InvoiceSerializer)
 # What InvoiceLineSerializer shows, read as rows for list and retrieve answers (gpufleet/api/prefetch.py).
 LINE_COLUMNS = row_lookups(InvoiceLineSerializer)
 
@@ -79,9 +77,7 @@ class InvoiceViewSet(CachedReadsMixin, ScopedReadOnlyViewSet):
         if self.action not in ("list", "retrieve"):  # those attach line rows (above)
             qs = qs.prefetch_related(Prefetch("lines", queryset=_lines()))
         if self.action in ("list", "retrieve"):
-            # An invoice shows its tenant's slug and the replaced invoice's number, not those rows' other
-            # columns (the tenant's JSON, its dates: benchmarks/README.md, "API").
-            qs = qs.only(*INVOICE_READ_COLUMNS, "tenant__slug", "replaces__number")
+            qs = qs.only(*INVOICE_READ_COLUMNS)
         params = self.request.query_params
         if params.get("period"):
             qs = qs.filter(period=_period(params["period"]))

@@ -119,13 +119,44 @@ def test_every_table_but_the_unwatched_ones_has_the_trigger() -> None:
     assert "accounts_apitoken" not in watched
 
 
-def test_a_table_added_later_gets_the_trigger_from_post_migrate() -> None:
+def test_a_table_without_the_trigger_gets_it_from_the_install_operation() -> None:
+    """What `dataversion.watch_new_tables()` runs in a migration that creates a table (no post_migrate hook)."""
     with connection.cursor() as cursor:
         cursor.execute("DROP TRIGGER gpufleet_data_changed ON tenants_membership")
     assert "tenants_membership" not in dataversion.tables_with_trigger(connection)
     assert "tenants_membership" in dataversion.install_triggers()
     assert "tenants_membership" in dataversion.tables_with_trigger(connection)
     assert dataversion.install_triggers() == []
+
+
+def test_no_post_migrate_hook_installs_the_trigger() -> None:
+    """The migrations install the mechanism (docs/adr/0004): `migrate`'s signal does not repair a missing one."""
+    from django.core.management.sql import emit_post_migrate_signal
+
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TRIGGER gpufleet_data_changed ON tenants_membership")
+    try:
+        emit_post_migrate_signal(verbosity=0, interactive=False, db="default")
+        assert "tenants_membership" not in dataversion.tables_with_trigger(connection)
+    finally:
+        dataversion.install_triggers()
+
+
+def test_a_catalog_change_moves_the_version_and_the_catalog_token_with_one_trigger() -> None:
+    """One kind of trigger serves both caches: a catalog table's statement bumps the committed version and
+    redraws the catalog's token (scheduling.catalog_revision)."""
+    from scheduling import catalog_revision
+    from scheduling.models import Cohort
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT DISTINCT t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+                       "WHERE c.relname = ANY(%s) AND NOT t.tgisinternal", [list(catalog_revision.TABLES)])
+        assert {row[0] for row in cursor.fetchall()} == {dataversion.TRIGGER}
+    before, token = version(), catalog_revision.current(connection)
+    assert token is not None
+    Cohort.objects.create(name="one-trigger")
+    assert version() == before + 1
+    assert catalog_revision.current(connection) not in (None, token)
 
 
 @pytest.mark.parametrize("write", [

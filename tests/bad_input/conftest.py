@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ from rest_framework.test import APIClient
 from billing import actions as billing_actions
 from gpufleet.accounts.models import ApiToken
 from gpufleet.audit.models import AuditEvent
+from infra.gitops.git import Git
 from scheduling import actions as scheduling_actions
 from scheduling import cluster_actions, placement_actions
 from tenants.models import Membership, Phase
@@ -107,10 +107,8 @@ def _git(repo: Path, *args: str) -> str:
     if not (repo / ".git").exists():
         return ""
     if args[0] == "status":  # once a one-tenant commit's background index update is done
-        from infra.gitops.git import Git
-
         Git(repo).settle_index()
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False).stdout
+    return Git(repo).run(*args, check=False)
 
 
 def snapshot(gitops_repo: Path) -> dict[str, Any]:

@@ -76,6 +76,30 @@ def test_stored_seconds_read_back_exactly(flavors, acme):
         (f"{Decimal(v):.3f}", f"{Decimal(v):.3f}", start + timedelta(hours=n)) for n, v in enumerate(values)]
 
 
+@pytest.mark.parametrize("values", [["0.0015", "7200.0005", "1801.5", "0.0004"]])
+def test_copy_and_its_bulk_create_fallback_store_the_same_rows(flavors, acme, settings, values):
+    """gpufleet.core.pgcopy's binary COPY and GPUFLEET_PG_COPY=False (bulk_create) store identical usage rows
+    and invoice lines, rounded by the columns alike (docs/adr/0002)."""
+    actions.set_price("a100", "2.50", "USD", "2026-01-01")
+    start = hour(2026, 10, 1)
+    samples = [actions.Sample("acme", "a100", start + timedelta(hours=n), Decimal(v), Decimal(v))
+               for n, v in enumerate(values)]
+    stored = []
+    for copy in (True, False):
+        settings.GPUFLEET_PG_COPY = copy
+        usage(start, hour(2026, 11, 1), samples)
+        invoice = actions.draft_invoice(acme, "2026-10")
+        rows = list(UsageRecord.objects.order_by("hour").values_list(
+            "tenant_id", "flavor_id", "cluster_id", "hour", "unit_seconds", "gpu_equivalent_seconds",
+            "window_start", "window_end"))
+        lines = [{k: v for k, v in line.items() if k not in ("id", "invoice_id")}
+                 for line in InvoiceLine.objects.filter(invoice=invoice).order_by("position").values()]
+        stored.append((rows, lines, invoice.total))
+    assert stored[0] == stored[1]
+    assert [str(r[4]) for r in stored[0][0]] == ["0.002", "7200.001", "1801.500", "0.000"]  # numeric(.., 3)
+    assert stored[0][1] and stored[0][0][0][3].utcoffset() == timedelta(0)
+
+
 def test_totals_reproduce_to_the_cent_with_bankers_rounding(flavors, acme):
     actions.set_price("a100", "2.50", "USD", "2026-01-01")
     # 1800 s x 0.25 / 3600 = 0.125 exactly: half-even gives 0.12 (half-up would give 0.13).

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import django
 
@@ -18,6 +19,7 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
+from infra.gitops.git import Git  # noqa: E402
 from tenants import actions, reconcile  # noqa: E402
 from tenants.fleet import reconcile_fleet  # noqa: E402
 from tenants.models import Tenant  # noqa: E402
@@ -25,8 +27,8 @@ from tenants.models import Tenant  # noqa: E402
 
 def state() -> dict[str, list]:
     repo = os.environ["GPUFLEET_GITOPS_REPO"]
-    committed = subprocess.run(["git", "-C", repo, "ls-tree", "-r", "--name-only", "HEAD", "clusters/default/tenants"],
-                               capture_output=True, text=True).stdout.split()
+    committed = Git(Path(repo)).run("ls-tree", "-r", "--name-only", "HEAD", "clusters/default/tenants",
+                                    check=False).split()
     return {t.slug: [t.phase, t.generation, t.observed_generation,
                      any(path.startswith(f"clusters/default/tenants/{t.slug}/") for path in committed)]
             for t in Tenant.objects.order_by("slug")}

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
+
+from infra.gitops.git import Git
 
 
 def git(repo: Path, *args: str) -> str:
     """git as a person runs it a moment after gpufleet wrote: once the background index update of its last
     commit is done (infra.gitops.git `_drain_later`; a person's `git commit` while it runs would fail on
     `index.lock` as with any other git running at the same instant)."""
-    from infra.gitops.git import Git
-
     if (repo / ".git").is_dir():
         Git(repo).settle_index()
     return raw_git(repo, *args)
@@ -19,9 +18,7 @@ def git(repo: Path, *args: str) -> str:
 
 def raw_git(repo: Path, *args: str) -> str:
     """git at this very instant, not waiting for gpufleet's index update."""
-    env_args = ["-c", "user.name=A Human", "-c", "user.email=human@example.test", "-c", "commit.gpgsign=false"]
-    out = subprocess.run(["git", *env_args, "-C", str(repo), *args], capture_output=True, text=True, check=True)
-    return out.stdout
+    return Git(repo, author="A Human <human@example.test>").run("-c", "commit.gpgsign=false", *args)
 
 
 def commits(repo: Path, ref: str = "HEAD") -> int:

@@ -7,7 +7,6 @@ leave the same repository and the same tenant rows as a pass without them.
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from pathlib import Path
 
@@ -538,9 +537,8 @@ def test_commits_keep_their_packs_and_a_pass_merges_them(tmp_path: Path, monkeyp
     # (a commit's background index update may hash a file the next commit already rewrote, before that
     # commit's pack exists: that blob is stored loose)
     new = sorted(loose() - before)
-    kinds = subprocess.run(["git", "-C", str(backend.path), "cat-file", "--batch-check=%(objecttype)"],
-                           input="".join(f"{sha}\n" for sha in new), capture_output=True, text=True,
-                           check=True).stdout.split()
+    kinds = backend.git.run("cat-file", "--batch-check=%(objecttype)",
+                            input_="".join(f"{sha}\n" for sha in new)).split()
     assert set(kinds) <= {"blob"}, "fast-import's commits and trees stay in its packs"
     assert backend.git._packs() >= 4, "no commit repacked below the hard limit"
     assert backend.git.maintenance_due()

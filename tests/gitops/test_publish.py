@@ -124,8 +124,7 @@ def test_missing_working_copy_continues_the_remote_history(pushing: Path, gitops
     assert tenant.phase == Phase.PROVISIONING
     assert next(c for c in tenant.conditions if c["type"] == "Ready")["reason"] == "AwaitingPush"
     # The remote's history is ours: its commits are ancestors of local main (a fast-forward push).
-    ancestor = subprocess.run(["git", "-C", str(gitops_repo), "merge-base", "--is-ancestor", before, "HEAD"])
-    assert ancestor.returncode == 0
+    assert Git(gitops_repo).probe("merge-base", "--is-ancestor", before, "HEAD")[0] == 0
     assert (gitops_repo / "clusters" / "flux-system.yaml").exists()
 
     status = one_round(gitops_repo, pushing)

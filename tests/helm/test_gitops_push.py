@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import copy
 import os
-import subprocess
+from pathlib import Path
 
 import pytest
 
+from infra.gitops.git import Git
 from tests.support.services import need_binary
 
 from .chart import PRODUCTION_VALUES, containers, helm, render
@@ -59,7 +60,7 @@ def test_worker_knows_the_remote_and_has_its_credential() -> None:
     assert "GPUFLEET_GITOPS_REMOTE" not in render().get("ConfigMap", "gpufleet")["data"]
 
 
-def test_https_token_reaches_git_through_a_credential_helper() -> None:
+def test_https_token_reaches_git_through_a_credential_helper(tmp_path: Path) -> None:
     """The rendered helper, run by real git (`git credential fill`), answers with the Secret's values."""
     need_binary("git")
     rendered = render(with_push(url="https://git.example.com/platform/desired-state.git", httpsSecret="gpufleet-git"))
@@ -75,8 +76,5 @@ def test_https_token_reaches_git_through_a_credential_helper() -> None:
         **{k: v for k, v in plain.items() if k.startswith("GIT_CONFIG")},
         "GPUFLEET_GIT_USERNAME": "robot", "GPUFLEET_GIT_PASSWORD": "t0ken",
     }
-    out = subprocess.run(
-        ["git", "credential", "fill"], input="protocol=https\nhost=git.example.com\n\n",
-        capture_output=True, text=True, env=process_env, check=True,
-    ).stdout
+    out = Git(tmp_path).run("credential", "fill", input_="protocol=https\nhost=git.example.com\n\n", env=process_env)
     assert "username=robot" in out and "password=t0ken" in out

@@ -254,9 +254,7 @@ def test_beat_starts_with_its_schedule_in_tmp(rendered, secret, tmp_path):
 
 
 def _branch(path: Path, branch: str = "main") -> str:
-    done = subprocess.run(["git", "-C", str(path), "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"],
-                          capture_output=True, text=True)
-    return done.stdout.strip()
+    return Git(path).run("rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", check=False).strip()
 
 
 def test_push_sidecar_publishes_main_to_the_remote(rendered, tmp_path):
@@ -264,7 +262,7 @@ def test_push_sidecar_publishes_main_to_the_remote(rendered, tmp_path):
     push = container(rendered, "Deployment", "gpufleet-worker", "gitops-push")
     env = {e["name"]: e["value"] for e in push["env"]}
     source, remote = tmp_path / "state" / "gitops", tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    Git(tmp_path).run("init", "-q", "--bare", str(remote))
     git = Git(source)
     git.ensure_repo()
     # Swapped: the volume path, the remote (a local bare repository) and the interval (30 s -> 1 s).

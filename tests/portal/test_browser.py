@@ -12,12 +12,12 @@ an asyncio loop running in this thread, inside which Django refuses ORM calls.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from gpufleet.accounts.models import ApiToken, hash_secret
+from infra.gitops.git import Git
 from tenants.models import Phase, Tenant
 from tests.support import factories
 from tests.support.browser import browser_page, sign_in, sign_out
@@ -100,8 +100,8 @@ def test_request_approve_ready_in_a_real_browser(
     assert tenant.phase == Phase.READY and tenant.observed_generation == tenant.generation
     assert not Tenant.objects.filter(slug="Vision_Lab").exists()
     assert (gitops_repo / "clusters/default/tenants" / "vision-lab" / "namespace.core_tenant-vision-lab.yaml").is_file()
-    log = subprocess.run(["git", "-C", str(gitops_repo), "log", "--format=%s"], capture_output=True, text=True)
-    assert "tenant vision-lab: reconcile generation 1" in log.stdout
+    log = Git(gitops_repo).run("log", "--format=%s")
+    assert "tenant vision-lab: reconcile generation 1" in log
     token = ApiToken.objects.get(user__username="alice")
     assert seen["token"].startswith(token.prefix) and token.digest == hash_secret(seen["token"])
     assert seen["token"] not in seen["tokens after reload"]

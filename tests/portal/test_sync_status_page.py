@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 from django.urls import reverse
 
+from infra.gitops.git import Git
 from scheduling.sync import sync_fleet
 from tenants import actions, reconcile
 from tests.support import factories
@@ -41,7 +41,7 @@ def test_approvals_page_shows_the_repository_condition_and_the_last_push(admin_c
     need_binary("git")
     need_reference()
     remote = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    Git(tmp_path).run("init", "-q", "--bare", "-b", "main", str(remote))
     settings.GPUFLEET_GITOPS_REMOTE = str(remote)
     settings.GPUFLEET_GITOPS_PUSH = True
     settings.GPUFLEET_GITOPS_PUSH_STATUS_DIR = str(tmp_path / "push")

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 from django.urls import reverse
 
 from gpufleet.audit.models import AuditEvent
+from infra.gitops.git import Git
 from tenants.models import Membership, Phase, Tenant
 from tests.support import factories
 
@@ -91,8 +91,8 @@ def test_approve_from_portal_reconciles_to_ready_with_files_in_gitops(
     assert acme.observed_generation == acme.generation
     files = sorted(p.name for p in (gitops_repo / "clusters/default/tenants" / "acme").iterdir())
     assert "namespace.core_tenant-acme.yaml" in files
-    log = subprocess.run(["git", "-C", str(gitops_repo), "log", "--format=%s"], capture_output=True, text=True)
-    assert "tenant acme: reconcile generation 1" in log.stdout
+    log = Git(gitops_repo).run("log", "--format=%s")
+    assert "tenant acme: reconcile generation 1" in log
     page = admin_client_.get(reverse("portal:tenant-detail", args=["acme"])).content.decode()
     assert ">ready<" in page and "Your latest change is live" in page
 

@@ -1,6 +1,6 @@
 """The per-process catalog cache (scheduling.inputs.load_catalog) and the database-kept token it hangs on
-(scheduling.catalog_revision): every way of changing a catalog table is seen by the next load, and a change
-rolled back never comes back from the cache."""
+(scheduling.catalog_revision, a scope of gpufleet.api.dataversion): every way of changing a catalog table is
+seen by the next load, and a change rolled back never comes back from the cache."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def capacities() -> dict[str, int]:
 
 
 def test_every_way_of_changing_a_catalog_table_draws_a_new_token(fleet) -> None:
-    assert catalog_revision.installed(connection), "the migration and post_migrate install the triggers"
+    assert catalog_revision.installed(connection), "the migrations install the triggers"
     seen = {token()}
     model = fleet["model"]
     changes = [
@@ -82,7 +82,7 @@ def test_the_settings_the_catalog_carries_are_part_of_its_key(fleet, settings) -
 
 def test_without_its_triggers_the_catalog_is_never_cached(fleet) -> None:
     with connection.cursor() as cursor:
-        cursor.execute('DROP TRIGGER gpufleet_catalog_changed ON "scheduling_flavor"')
+        cursor.execute('DROP TRIGGER gpufleet_data_changed ON "scheduling_flavor"')
     catalog_revision.forget_checks()
     try:
         assert token() is None

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from infra.gitops.git import Git
 from tenants import actions, reconcile
 from tenants.models import Phase, Tenant
 from tests.gitops.helpers import git
@@ -16,8 +16,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def commits(repo: Path) -> int:
-    out = subprocess.run(["git", "-C", str(repo), "rev-list", "--count", "HEAD"], capture_output=True, text=True)
-    return int(out.stdout.strip())
+    out = Git(repo).run("rev-list", "--count", "HEAD")
+    return int(out.strip())
 
 
 def tenant_files(repo: Path, slug: str) -> list[str]:
@@ -43,8 +43,8 @@ def test_approve_reconcile_ready_then_noop_then_update_then_delete(gitops_repo: 
     actions.update(tenant, display_name="Acme GPUs")
     reconcile.reconcile_tenant(tenant.pk)
     assert commits(gitops_repo) == first + 1
-    log = subprocess.run(["git", "-C", str(gitops_repo), "log", "-1", "--format=%s"], capture_output=True, text=True)
-    assert log.stdout.strip() == "tenant acme: reconcile generation 2"
+    log = Git(gitops_repo).run("log", "-1", "--format=%s")
+    assert log.strip() == "tenant acme: reconcile generation 2"
     tenant.refresh_from_db()
     assert tenant.observed_generation == 2
 

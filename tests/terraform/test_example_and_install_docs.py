@@ -5,8 +5,8 @@ write into a checkout (focus.csv, Terraform state) is ignored by git."""
 from __future__ import annotations
 
 import re
-import subprocess
 
+from infra.gitops.git import Git
 from tenants.management.commands.demo import DEMO_TENANTS
 from tests.support.services import REPO
 
@@ -28,5 +28,5 @@ def test_install_step_does_not_send_people_to_pypi() -> None:
 def test_generated_files_are_ignored_by_git() -> None:
     paths = ["focus.csv", "examples/terraform/terraform.tfstate", "examples/terraform/terraform.tfstate.backup",
              "examples/terraform/.terraform/providers/x"]
-    ignored = subprocess.run(["git", "check-ignore", *paths], cwd=REPO, capture_output=True, text=True).stdout
+    ignored = Git(REPO).run("check-ignore", *paths, check=False)
     assert set(ignored.split()) == set(paths), ignored

@@ -351,6 +351,22 @@ def row_lookups(serializer_class: type[CompiledRepresentation]) -> tuple[str, ..
     return tuple(lookups)
 
 
+def read_columns(serializer_class: type[CompiledRepresentation]) -> tuple[str, ...]:
+    """The `QuerySet.only()` names that load what a compiled serializer shows of its model objects: every
+    column of the model (its properties compute from them: `period_label` from `period`), and the one column
+    each forward relation it shows is read for (`tenant__slug`). Nested serializers are skipped: their rows
+    are attached by the caller. Derived, so a field added to the model or the serializer needs no list here.
+    """
+    serializer: Any = serializer_class()
+    model = serializer.Meta.model
+    names = [f.name for f in model._meta.concrete_fields]
+    for field in serializer._readable_fields:
+        attrs = field.source_attrs
+        if len(attrs) == 2 and _forward_path(model, attrs):
+            names.append("__".join(attrs))
+    return tuple(names)
+
+
 def model_rows(serializer_class: type[CompiledRepresentation]) -> tuple[tuple[str, ...], type]:
     """(lookups, row class) for reading a compiled serializer's rows without model objects when it also
     shows properties of the model (`namespace`) or nested lists the caller attaches (prefetch.attach_rows):
