@@ -11,7 +11,6 @@ from typing import Any
 
 from gpufleet import clock
 from scheduling.models import Flavor
-from tenants.demo import seeder
 
 from . import actions, conf
 from .models import Price, UsageRecord
@@ -31,7 +30,6 @@ def _last_month(now: datetime) -> tuple[datetime, datetime]:
     return first_last, first_this
 
 
-@seeder
 def seed_billing(users: dict[str, Any], tenants: dict[str, Any]) -> None:
     start, end = _last_month(clock.now())
     currency = conf.text("GPUFLEET_BILLING_CURRENCY")  # invoices are drafted in the platform's currency

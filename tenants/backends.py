@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from django.conf import settings
 
+from gpufleet.core import registry
 from infra.backend import Backend
-
-# The scheduling app (which owns host clusters) registers () -> ([(name, tree, kube_api, kubeconfig reference)],
-# the tree of the cluster gpufleet runs in): the Kubernetes backend then holds one client per cluster.
-KUBE_CLUSTER_HOOKS: list = []
 
 
 def get_backend() -> Backend:
@@ -24,10 +21,13 @@ def get_backend() -> Backend:
             push_enabled=settings.GPUFLEET_GITOPS_PUSH,
             push_status_dir=settings.GPUFLEET_GITOPS_PUSH_STATUS_DIR,
         )
-    if name == "kubernetes" and KUBE_CLUSTER_HOOKS:
+    # The scheduling app (which owns host clusters) contributes `kube_clusters`: the Kubernetes backend then
+    # holds one client per cluster.
+    kube_clusters = registry.one("kube_clusters") if name == "kubernetes" else None
+    if kube_clusters is not None:
         from infra.kube.clusters import from_references
 
-        clusters, local_tree = KUBE_CLUSTER_HOOKS[0]()
+        clusters, local_tree = kube_clusters()
         return from_references(clusters, settings, local_tree=local_tree)
     if name == "kubernetes":
         from infra.kube.backend import KubernetesBackend  # type: ignore[import-not-found]

@@ -76,7 +76,7 @@ def condition(chart_version: str, syncer_image: str, now: str) -> dict[str, str]
 
 
 def gpu_workloads_condition(tenant: Any) -> dict[str, str]:
-    """tenants.reconcile.CONDITION_PROVIDERS entry: the same for every tenant (a platform setting)."""
+    """The per-tenant condition: the same for every tenant (a platform setting)."""
     from django.conf import settings
 
     from gpufleet import clock
