@@ -122,7 +122,9 @@ def tenant_views(tenants: list[Tenant]) -> dict[int, TenantView]:
     loaders, so a fleet pass's thousand tenants are a few queries, not thousands (tests/gitops/test_fleet.py
     checks a batch of many gives what batches of one do, value for value and byte for byte)."""
     fields: dict[int, dict[str, object]] = {t.pk: {} for t in tenants}
-    with shared_scope():
+    # Inside one tenant's reconcile (a batch of one), its scope: the condition providers after the apply read
+    # the same isolation rows. Else a scope of its own.
+    with shared_scope() if _SHARED.get() is None else nullcontext():
         for loader in registry.contributions("view_loader"):
             loaded = loader.fn(tenants)
             for tenant in tenants:

@@ -107,7 +107,7 @@ def tenant_extras(tenant: Any) -> dict[str, Any]:
     return {"isolation": isolation_view(tenant, policy.level_row(tenant.trust_level), policy.isolation_row(tenant.pk))}
 
 
-def _rows_many(tenants: Sequence[Any]) -> tuple[dict[str, Any], dict[int, Any]]:
+def rows_many(tenants: Sequence[Any]) -> tuple[dict[str, Any], dict[int, Any]]:
     """The trust levels' policy rows and these tenants' isolation rows: read once per `tenant_views` call
     (`reconcile.shared_rows`), whichever loader asks first."""
     from ..reconcile import ids_in, shared_rows
@@ -128,7 +128,7 @@ def views_many(tenants: Sequence[Any]) -> dict[int, TenantIsolationView]:
     from ..reconcile import shared_rows
 
     def build() -> dict[int, TenantIsolationView]:
-        levels, isolation = _rows_many(tenants)
+        levels, isolation = rows_many(tenants)
         return {tenant.pk: isolation_view(tenant, levels.get(tenant.trust_level), isolation.get(tenant.pk))
                 for tenant in tenants}
 

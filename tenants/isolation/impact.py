@@ -56,12 +56,10 @@ def gpu_modes_conditions_many(tenants: list[Any]) -> dict[int, dict[str, str]]:
     """`gpu_modes_condition` for many tenants in three queries, not five per tenant (the fleet pass's cold
     start). The registry's `condition` contribution: a single reconcile is a batch of one. Same rows, same
     pure pieces, same result (tests/isolation/test_impact_many.py)."""
-    from .config import isolation_view
-    from .models import AllocationPolicy, TenantIsolation
+    from .config import isolation_view, rows_many
 
     ids = [t.pk for t in tenants]
-    levels = {row.trust_level: row for row in AllocationPolicy.objects.all()}
-    isolation = {row.tenant_id: row for row in TenantIsolation.objects.filter(tenant_id__in=ids)}
+    levels, isolation = rows_many(tenants)  # none if this reconcile's view loader read them already
     quotas: dict[int, list[tuple[str, str, int]]] = {pk: [] for pk in ids}
     if apps.is_installed("scheduling"):  # its rows through the app registry: isolation does not import scheduling
         quota = apps.get_model("scheduling", "Quota")

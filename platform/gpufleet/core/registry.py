@@ -265,17 +265,25 @@ def contributions(point: str) -> tuple[Contribution, ...]:
     return _collected()[point]
 
 
-def functions(point: str) -> tuple[Callable[..., Any], ...]:
-    """The point's contributed functions, in order."""
+@cache
+def _functions(point: str) -> tuple[Callable[..., Any], ...]:
     return tuple(c.fn for c in contributions(point))
+
+
+def functions(point: str) -> tuple[Callable[..., Any], ...]:
+    """The point's contributed functions, in order (render calls this per tenant and section: kept once)."""
+    if _EXTRA.get():
+        return tuple(c.fn for c in contributions(point))
+    return _functions(point)
 
 
 def one(point: str) -> Callable[..., Any] | None:
     """The contribution to a `single` point, or None."""
-    if not EXTENSION_POINTS[point].single if point in EXTENSION_POINTS else True:
+    found = EXTENSION_POINTS.get(point)
+    if found is None or not found.single:
         raise RegistryError(f"{point!r} is not a single-contribution extension point")
-    found = contributions(point)
-    return found[0].fn if found else None
+    contributed = functions(point)
+    return contributed[0] if contributed else None
 
 
 @contextmanager
