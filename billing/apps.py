@@ -2,8 +2,7 @@ from django.apps import AppConfig
 
 
 class BillingConfig(AppConfig):
+    """The demo's prices and usage seeder is declared in billing.contributions."""
+
     name = "billing"
     verbose_name = "Billing"
-
-    def ready(self) -> None:
-        from . import demo  # noqa: F401  (registers the demo's prices and usage seeder)

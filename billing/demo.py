@@ -12,7 +12,6 @@ from typing import Any
 from gpufleet import clock
 from gpufleet.core import conf
 from scheduling.models import Flavor
-from tenants.demo import seeder
 
 from . import actions
 from .models import Price, UsageRecord
@@ -32,7 +31,6 @@ def _last_month(now: datetime) -> tuple[datetime, datetime]:
     return first_last, first_this
 
 
-@seeder
 def seed_billing(users: dict[str, Any], tenants: dict[str, Any]) -> None:
     start, end = _last_month(clock.now())
     currency = conf.BILLING_CURRENCY  # invoices are drafted in the platform's currency

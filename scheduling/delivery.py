@@ -2,7 +2,7 @@
 
 `placed_for_tenant` and `platform_targets` are the hooks tenants.render calls: pure functions of the render
 inputs (the clusters with their catalogs in RenderContext.extra["clusters"], the tenant's placements and
-per-cluster quotas in TenantView.extra["scheduling"]). `record_placement` and `record_platform` write how
+per-cluster quotas in TenantView.scheduling). `record_placement` and `record_platform` write how
 delivery to one cluster went (tenants.reconcile calls them): the placement's `Reconciled` condition and the
 cluster's reachability -- an unreachable cluster marks its own tenants' placements, nobody else's.
 """
@@ -23,7 +23,7 @@ from infra.errors import InfraError, TransientError
 from tenants.render import Placed, RenderContext, TenantView
 
 from . import placement
-from .inputs import ClusterSpec, TenantScheduling
+from .inputs import ClusterSpec, scheduling_of
 from .models_clusters import DEFAULT_CLUSTER
 
 log = logging.getLogger(__name__)
@@ -62,7 +62,7 @@ def facts(cluster: ClusterSpec) -> placement.ClusterFacts:
 
 def placed_for_tenant(view: TenantView, ctx: RenderContext) -> list[Placed]:
     clusters = clusters_of(ctx)
-    sched: TenantScheduling | None = view.extra.get("scheduling")
+    sched = scheduling_of(view)
     rows = (sched.placements if sched and sched.placements else ((DEFAULT_CLUSTER, True),))
     known = [(clusters[name], home) for name, home in rows if name in clusters]
     if not known:  # placed only on clusters that no longer exist: keep the tenant on default
@@ -74,10 +74,9 @@ def placed_for_tenant(view: TenantView, ctx: RenderContext) -> list[Placed]:
     out = []
     for target in targets:
         cluster = clusters[target.cluster]
-        extra: dict[str, Any] = {**view.extra, "home": target.home, "cluster": target.cluster}
-        if sched is not None:
-            extra["scheduling"] = sched.on(target.cluster, target.home)
-        out.append(Placed(target.cluster, target.tree, replace(view, extra=extra), context_on(ctx, cluster),
+        narrowed = replace(view, home=target.home, cluster=target.cluster,
+                           scheduling=sched.on(target.cluster, target.home) if sched is not None else None)
+        out.append(Placed(target.cluster, target.tree, narrowed, context_on(ctx, cluster),
                           home=target.home, refused=target.refused))
     return out
 
@@ -113,7 +112,7 @@ _CHUNK: ContextVar[_Chunk | None] = ContextVar("placement_chunk", default=None)
 
 @contextmanager
 def placement_chunk(tenants: list[Any]) -> Iterator[None]:
-    """tenants.reconcile.CHUNK_SCOPES: inside, `record_placement` for these tenants reads their preloaded
+    """The registry's `chunk_scope`: inside, `record_placement` for these tenants reads their preloaded
     rows and defers its UPDATE; one UPDATE per set of fields (`gpufleet.bulk.update_rows`) writes them when
     the chunk ends (its commit made): two queries a chunk instead of two per tenant and cluster. Writes are
     flushed even if the chunk failed part-way, as each was recorded for an apply that happened."""
@@ -138,7 +137,7 @@ def placement_chunk(tenants: list[Any]) -> Iterator[None]:
 
 
 def record_placement(tenant: Any, placed: Placed, error: InfraError | None) -> None:
-    """tenants.reconcile.PLACEMENT_STATUS_HOOKS: the placement's condition (the time moves only when the
+    """The registry's `placement_status`: the placement's condition (the time moves only when the
     status or reason does) and the cluster's reachability."""
     from .models_clusters import Placement
 
@@ -202,7 +201,7 @@ def _cluster_status(name: str, error: InfraError | None, cluster_id: int | None)
 
 
 def kube_clusters() -> tuple[list[tuple[str, str, str, str]], str]:
-    """tenants.backends.KUBE_CLUSTER_HOOKS: every cluster's API reference; `default` is where gpufleet runs
+    """The registry's `kube_clusters`: every cluster's API reference; `default` is where gpufleet runs
     (its empty reference means GPUFLEET_KUBECONFIG or the pod's service account)."""
     from .models_clusters import Cluster, default_cluster_id
 
@@ -213,7 +212,7 @@ def kube_clusters() -> tuple[list[tuple[str, str, str, str]], str]:
 
 
 def kubeconfig_placements(tenant: Any) -> list[tuple[str, bool]]:
-    """tenants.isolation.kubeconfig.PLACEMENT_PROVIDERS: (cluster, home) for each placement that runs the
+    """The registry's `kubeconfig_placements`: (cluster, home) for each placement that runs the
     tenant's vCluster -- not one the cluster refuses for the tenant's trust level (nothing is rendered there)."""
     from .models_clusters import Placement
 
@@ -222,7 +221,7 @@ def kubeconfig_placements(tenant: Any) -> list[tuple[str, bool]]:
 
 
 def reserved_pools_values(view: TenantView, ctx: RenderContext, values: dict[str, Any]) -> None:
-    """tenants.render.VCLUSTER_VALUES_HOOKS: pods the tenant's vCluster syncs tolerate the node pools of its home
+    """The registry's `vcluster_values`: pods the tenant's vCluster syncs tolerate the node pools of its home
     cluster reserved for its trust level -- and no others (pure; nothing added when no pool is reserved)."""
     from .nodepools import reserved_pool_tolerations
 

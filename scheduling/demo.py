@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from gpufleet.core import conf
-from tenants.demo import seeder
 
 from . import actions
 from .models import Cohort, Flavor, GpuModel, GpuNodePool, InferenceEndpoint, Quota
@@ -32,7 +31,6 @@ ENDPOINTS = [
 ]
 
 
-@seeder
 def seed_catalog(users: dict[str, Any], tenants: dict[str, Any]) -> None:
     if not GpuModel.objects.filter(name="a100-80gb").exists():
         # node label: GPU feature discovery's nvidia.com/gpu.product for this card, so the ResourceFlavor pins it.
@@ -103,7 +101,6 @@ CLUSTER_QUOTAS = [("vision", "training", "a100-whole", 8, 4), ("vision", "traini
                   ("nlp-inference", "inference", "a100-whole", 4, 2), ("contractors", "dev", "a100-whole", 2, 0)]
 
 
-@seeder
 def seed_clusters(users: dict[str, Any], tenants: dict[str, Any]) -> None:
     from . import cluster_actions, placement_actions
     from .models_clusters import Cluster, ClusterFlavor, Placement

@@ -27,7 +27,7 @@ from tenants.isolation.network import SYNCED_MARKER
 
 from . import catalog
 from .defaults import DEFAULT_PRIORITY_CLASS
-from .inputs import Catalog, EndpointSpec
+from .inputs import Catalog, EndpointSpec, scheduling_of
 from .nodepools import MODE_LABEL
 from .routing import KAI_QUEUE_LABEL, KAI_SCHEDULER
 
@@ -285,7 +285,7 @@ def replicate_services(view: Any, ctx: Any, values: dict[str, Any]) -> None:
     """vcluster.yaml hook: each endpoint's host Service appears inside the virtual cluster as
     `endpoint-<name>` in `default` (chart `networking.replicateServices.fromHost`, v0.36.1), so the
     tenant's own pods call the platform-owned server by a name of their cluster."""
-    sched = view.extra.get("scheduling")
+    sched = scheduling_of(view)
     if sched is None or not sched.endpoints:
         return
     mappings = values.setdefault("networking", {}).setdefault("replicateServices", {}).setdefault("fromHost", [])

@@ -1,7 +1,7 @@
 """Render inputs: immutable snapshots of the catalog and of one tenant's scheduling rows.
 
 Loaded at the edge (one query per table), handed to the pure render functions through
-RenderContext.extra["scheduling"] and TenantView.extra["scheduling"].
+RenderContext.extra["scheduling"] and TenantView.scheduling.
 """
 
 from __future__ import annotations
@@ -220,7 +220,7 @@ def flavor_spec(flavor: Any) -> FlavorSpec:
 
 
 def load_catalog() -> dict[str, Any]:
-    """The platform-wide catalog (CONTEXT_EXTRAS): flavors, cohorts, priority classes, node pools, and each
+    """The platform-wide catalog (`render_context`): flavors, cohorts, priority classes, node pools, and each
     host cluster's own catalog. What comes from the catalog's tables is built once per process and reused
     while their database-kept token stays the same (scheduling.catalog_revision): one query per event
     instead of six. The clusters are read every time (their status columns change on every apply)."""
@@ -338,9 +338,17 @@ def load_clusters(global_catalog: Catalog, flavors: dict[int, FlavorSpec], pools
     return tuple(specs)
 
 
+def scheduling_of(view: Any) -> TenantScheduling | None:
+    """A TenantView's scheduling inputs (its `scheduling` field, this app's `view_loader`), typed: tenants
+    only knows the field as opaque."""
+    sched = view.scheduling
+    return sched if isinstance(sched, TenantScheduling) else None
+
+
 def load_tenant(tenant: Any) -> dict[str, TenantScheduling]:
-    """VIEW_EXTRAS loader: a constant number of queries whatever the number of quotas or endpoints
-    (three of ours plus the isolation policy's). Mirrored for fleet passes by inputs_many."""
+    """One tenant's scheduling inputs, a constant number of queries whatever the number of quotas or
+    endpoints (three of ours plus the isolation policy's). The registered loader is the batch one
+    (inputs_many.scheduling_many); tests/gitops/test_fleet.py checks it gives what this gives."""
     from .models import InferenceEndpoint, Quota
     from .models import TenantScheduling as Settings
     from .models_clusters import Placement

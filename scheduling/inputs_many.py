@@ -1,11 +1,10 @@
-"""Batch versions of the per-tenant render loaders, for fleet-wide passes (tenants.fleet).
+"""The scheduling app's view loader (the registry's `view_loader` of TenantView.scheduling), batch-first.
 
-`scheduling.inputs.load_tenant` and `tenants.isolation.config.tenant_extras` read a few rows per
-tenant: called for a thousand tenants that is thousands of queries, most of a no-op reconcile.
-These load the same rows for many tenants at once (one query per table) and build the very same
-values from them, reusing the loaders' own pure pieces. `tests/gitops/test_fleet.py` checks that
-each returns exactly what its per-tenant loader returns, and that the rendered YAML is identical,
-so a change to a loader that is not mirrored here fails CI instead of flip-flopping files.
+`scheduling.inputs.load_tenant` reads a few rows per tenant: called for a thousand tenants that is
+thousands of queries, most of a no-op reconcile. This loads the same rows for many tenants at once (one
+query per table) and builds the very same values from them, reusing the loader's own pure pieces; a
+single reconcile is a batch of one. `tests/gitops/test_fleet.py` checks that a batch of many returns
+exactly what batches of one and `load_tenant` return, and that the rendered YAML is identical.
 """
 
 from __future__ import annotations
@@ -13,50 +12,13 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from django.db.models.expressions import RawSQL
-
-from tenants import reconcile
 from tenants.isolation import config as isolation_config
-from tenants.isolation.models import AllocationPolicy, TenantIsolation
+from tenants.reconcile import ids_in
 
 from . import inputs
 
 
-def ids_in(ids: list[int]) -> Any:
-    """The right-hand side of `tenant_id__in` for many ids: ONE array parameter
-    (`IN (SELECT unnest(%s::bigint[]))`): a list of 500 ids is 500 placeholders that Django prepares and
-    psycopg splices one by one -- a fifth of a no-op pass at 10,000 tenants."""
-    return RawSQL("SELECT unnest(%s::bigint[])", ["{" + ",".join(str(int(i)) for i in ids) + "}"])
-
-
-def _isolation_rows(tenants: list[Any]) -> tuple[dict[str, Any], dict[int, Any]]:
-    """Both loaders below read these: within one `tenant_views` call, once (`reconcile.shared_rows`)."""
-    ids = tuple(t.pk for t in tenants)
-
-    def load() -> tuple[dict[str, Any], dict[int, Any]]:
-        levels = {row.trust_level: row for row in AllocationPolicy.objects.all()}
-        return levels, {row.tenant_id: row for row in TenantIsolation.objects.filter(tenant_id__in=ids_in(list(ids)))}
-
-    return reconcile.shared_rows(("isolation_rows", ids), load)
-
-
-def _isolation_views(tenants: list[Any]) -> dict[int, Any]:
-    """Each tenant's isolation view: both loaders below need it (scheduling for the allowed modes), built
-    once per `tenant_views` call."""
-    def build() -> dict[int, Any]:
-        levels, isolation = _isolation_rows(tenants)
-        return {tenant.pk: isolation_config.isolation_view(tenant, levels.get(tenant.trust_level),
-                                                           isolation.get(tenant.pk)) for tenant in tenants}
-
-    return reconcile.shared_rows(("isolation_views", tuple(t.pk for t in tenants)), build)
-
-
-def isolation_many(tenants: list[Any]) -> dict[int, dict[str, Any]]:
-    views = _isolation_views(tenants)
-    return {tenant.pk: {"isolation": views[tenant.pk]} for tenant in tenants}
-
-
-def scheduling_many(tenants: list[Any]) -> dict[int, dict[str, Any]]:
+def scheduling_many(tenants: list[Any]) -> dict[int, inputs.TenantScheduling]:
     from .models import InferenceEndpoint, Placement, Quota
     from .models import TenantScheduling as Settings
 
@@ -85,17 +47,14 @@ def scheduling_many(tenants: list[Any]) -> dict[int, dict[str, Any]]:
     endpoints: dict[int, list[inputs.EndpointSpec]] = defaultdict(list)
     for e in InferenceEndpoint.objects.filter(tenant_id__in=ids).select_related("tier").order_by("tenant_id", "name"):
         endpoints[e.tenant_id].append(inputs.endpoint_spec(e))
-    isolation = _isolation_views(tenants)
+    # The allowed modes: isolation's own batch loader, whose result `tenant_views` built already for
+    # TenantView.isolation (`reconcile.shared_rows`).
+    isolation = isolation_config.views_many(tenants)
     return {
-        tenant.pk: {"scheduling": inputs.tenant_scheduling(
+        tenant.pk: inputs.tenant_scheduling(
             rows.get(tenant.pk), frozenset(isolation[tenant.pk].allowed_modes),
             quotas.get(tenant.pk, {}), tuple(endpoints.get(tenant.pk, ())),
             *inputs.placement_rows(placed.get(tenant.pk, ())),
-        )}
+        )
         for tenant in tenants
     }
-
-
-def register() -> None:
-    reconcile.VIEW_EXTRAS_MANY[inputs.load_tenant] = scheduling_many
-    reconcile.VIEW_EXTRAS_MANY[isolation_config.tenant_extras] = isolation_many

@@ -1,10 +1,11 @@
 """MultiKueue mode in the per-cluster render (GPUFLEET_MULTIKUEUE; off by default, and then nothing here
 changes a rendered object).
 
-- `context_extras` (tenants.render.CONTEXT_EXTRAS): whether the mode is on, as a render input.
-- `placed_with_dispatch` wraps the placement hook (scheduling.delivery.placed_for_tenant): each of a tenant's
-  placements gets a `Dispatch` in its view's extras -- is it the home, which clusters are its workers, and the
-  tenant's quotas per cluster (the per-cluster view alone only carries that cluster's quotas).
+- `context_extras` (the registry's `render_context`): whether the mode is on, as a render input.
+- `wrap` (the registry's `placement_wrappers`) wraps the placement contributor (scheduling.delivery.
+  placed_for_tenant): each of a tenant's placements gets a `Dispatch` as its view's `dispatch` -- is it the
+  home, which clusters are its workers, and the tenant's quotas per cluster (the per-cluster view alone only
+  carries that cluster's quotas).
 - the `multikueue` tenant section renders scheduling.multikueue's manager objects on the home cluster and the
   worker LocalQueue on every other placement. Pure, like every section.
 """
@@ -17,11 +18,11 @@ from typing import Any
 
 from gpufleet.core import conf
 from infra.manifests import Manifest
-from tenants.render import Placed, RenderContext, TenantView, tenant_section
+from tenants.render import Placed, RenderContext, TenantView
 
 from . import multikueue
 from .inputs import QuotaSpec, TenantScheduling
-from .render import allowed_flavors, catalog_of
+from .render import allowed_flavors, catalog_of, scheduling_of
 
 KEY = "multikueue"
 
@@ -55,7 +56,7 @@ def dispatching(placed: list[Placed], sched: TenantScheduling | None) -> list[Pl
             out.append(p)
             continue
         info = Dispatch(home=p.home, cluster=p.cluster, workers=workers, quotas_by_cluster=quotas)
-        out.append(replace(p, view=replace(p.view, extra={**p.view.extra, KEY: info})))
+        out.append(replace(p, view=replace(p.view, dispatch=info)))
     return out
 
 
@@ -64,16 +65,14 @@ def wrap(inner: Callable[[TenantView, RenderContext], list[Placed]]) -> Callable
         placed = inner(view, ctx)
         if not ctx.extra.get(KEY):
             return placed
-        return dispatching(placed, view.extra.get("scheduling"))
+        return dispatching(placed, scheduling_of(view))
 
-    placed_with_dispatch.wrapped = inner  # type: ignore[attr-defined]
     return placed_with_dispatch
 
 
-@tenant_section("multikueue")
 def render_tenant_multikueue(view: TenantView, ctx: RenderContext) -> list[Manifest]:
-    info: Dispatch | None = view.extra.get(KEY)
-    sched: TenantScheduling | None = view.extra.get("scheduling")
+    info = view.dispatch if isinstance(view.dispatch, Dispatch) else None
+    sched = scheduling_of(view)
     if info is None or sched is None:
         return []
     if not info.home:
@@ -81,13 +80,3 @@ def render_tenant_multikueue(view: TenantView, ctx: RenderContext) -> list[Manif
     flavors = allowed_flavors(view, catalog_of(ctx), sched)
     workers = [multikueue.Worker(name) for name in info.workers]
     return multikueue.manager_tenant_objects(view, info.cluster, workers, flavors, info.quotas_by_cluster)
-
-
-def register() -> None:
-    from tenants import render as tenant_render
-
-    if context_extras not in tenant_render.CONTEXT_EXTRAS:
-        tenant_render.CONTEXT_EXTRAS.append(context_extras)
-    hooks = tenant_render.PLACEMENT_HOOKS
-    if hooks and not hasattr(hooks[0], "wrapped"):
-        hooks[0] = wrap(hooks[0])

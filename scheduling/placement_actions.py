@@ -68,7 +68,7 @@ def cluster_facts() -> list[placement.ClusterFacts]:
 
 
 def place_new_tenant(tenant: Tenant, *, cluster: str = "", purpose: str = "general", region: str = "") -> Placement:
-    """The home placement of a tenant being requested (tenants.actions.ON_REQUEST): the admin's choice or the
+    """The home placement of a tenant being requested (the registry's `on_request`): the admin's choice or the
     policy's (trust, then purpose and region). Runs inside the request's transaction."""
     existing = Placement.objects.filter(tenant=tenant, home=True).first()
     if existing:

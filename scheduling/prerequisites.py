@@ -15,7 +15,7 @@ from typing import Any
 
 from gpufleet.core import sharing
 from infra.manifests import INSTALLS_CRDS, TENANT_LABEL, Manifest, to_yaml
-from tenants.render import RenderContext, platform_metadata, platform_section
+from tenants.render import RenderContext, platform_metadata
 
 from . import nodepools
 from .inputs import Catalog
@@ -251,7 +251,6 @@ def helm_release(component: Component, ctx: RenderContext, cat: Catalog) -> Mani
     return {"apiVersion": HELM, "kind": "HelmRelease", "metadata": meta, "spec": spec}
 
 
-@platform_section("prerequisites")
 def render_prerequisites(ctx: RenderContext) -> list[Manifest]:
     cat = ctx.extra.get("scheduling") or Catalog()
     out: list[Manifest] = []

@@ -14,7 +14,7 @@ from tenants.reconcile import tenant_view
 from tenants.render import RenderContext, render_placed
 
 from .actions import allowed_total, effective_capacity, held_quota
-from .inputs import QuotaSpec
+from .inputs import QuotaSpec, scheduling_of
 from .models import Quota, QuotaChangeRequest
 
 
@@ -44,11 +44,11 @@ def proposed_on_cluster(request: QuotaChangeRequest,
     cluster's tree, so a GitOps proposal branch touches only that cluster's folder of the tenant."""
     ctx = ctx or RenderContext.from_settings()
     view = tenant_view(request.tenant)
-    sched = view.extra["scheduling"]
+    sched = scheduling_of(view)
+    assert sched is not None, "the scheduling app's view loader fills every view"
     quota = QuotaSpec(request.nominal, request.borrowing_limit, request.lending_limit)
     cluster = request.cluster.name
-    after_view = replace(view, extra={**view.extra, "scheduling": sched.with_quota(request.flavor.name, quota,
-                                                                                    cluster)})
+    after_view = replace(view, scheduling=sched.with_quota(request.flavor.name, quota, cluster))
     before = {p.cluster: (p, objects) for p, objects in render_placed(view, ctx)}
     after = {p.cluster: objects for p, objects in render_placed(after_view, ctx)}
     if cluster not in before:  # not placed there (yet): the home placement shows the effect, if any

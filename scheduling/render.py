@@ -5,7 +5,7 @@ cohort queues and Karpenter NodePools. Tenant-owned: the tenant's ClusterQueue a
 (cluster-scoped but carrying the tenant label, so a quota change touches only the tenant's files),
 the `gpu` LocalQueue, the Kyverno policies that route GPU pods to it (and to KAI) and restrict priority
 classes, and the KEDA ScaledObjects in the tenant namespace; and the GPU keys of the tenant's backstop
-ResourceQuota (tenants.render.QUOTA_HARD_HOOKS).
+ResourceQuota (the registry's `quota_hard`, see scheduling.contributions).
 
 How a pod travels through these objects (and why each is shaped as it is) is in docs/scheduling.md and
 proven step by step in tests/journey.
@@ -22,18 +22,15 @@ from infra.manifests import Manifest
 from tenants import syncer_gates
 from tenants.isolation.config import of_view
 from tenants.render import (
-    QUOTA_HARD_HOOKS,
     RenderContext,
     TenantView,
     metadata,
     platform_metadata,
-    platform_section,
-    tenant_section,
 )
 
 from . import endpoints, nodepools, routing
 from .defaults import PRIORITY_CLASSES
-from .inputs import Catalog, EndpointSpec, FlavorSpec, QuotaSpec, TenantScheduling
+from .inputs import Catalog, EndpointSpec, FlavorSpec, QuotaSpec, TenantScheduling, scheduling_of
 from .policy import modes_of_view
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
@@ -62,10 +59,6 @@ REFUSED_METRICS = ("DCGM_FI_DEV_GPU_UTIL",)
 
 def catalog_of(ctx: RenderContext) -> Catalog:
     return ctx.extra.get("scheduling") or Catalog()
-
-
-def scheduling_of(view: TenantView) -> TenantScheduling | None:
-    return view.extra.get("scheduling")
 
 
 def number(value: Decimal) -> int | float:
@@ -144,7 +137,6 @@ def kai_cohort_queue(name: str, parent: str, weight: Decimal) -> Manifest:
     return {"apiVersion": KAI, "kind": "Queue", "metadata": platform_metadata(cohort_queue_name(name)), "spec": spec}
 
 
-@platform_section("scheduling")
 def render_platform_scheduling(ctx: RenderContext) -> list[Manifest]:
     cat = catalog_of(ctx)
     out: list[Manifest] = [resource_flavor(f, cat) for f in cat.flavors]
@@ -320,7 +312,6 @@ def endpoint_manifests(view: TenantView, cat: Catalog, endpoint: EndpointSpec,
     ]
 
 
-@tenant_section("scheduling")
 def render_tenant_scheduling(view: TenantView, ctx: RenderContext) -> list[Manifest]:
     sched = scheduling_of(view)
     if sched is None:
@@ -378,6 +369,3 @@ def gpu_quota_keys(view: TenantView, ctx: RenderContext) -> dict[str, str]:
             hard[key] = hard.get(key, 0) + bound * flavor.per_unit(resource)
     return {k: str(v) for k, v in sorted(hard.items())}
 
-
-if gpu_quota_keys not in QUOTA_HARD_HOOKS:
-    QUOTA_HARD_HOOKS.append(gpu_quota_keys)

@@ -12,6 +12,7 @@ from django.db import IntegrityError, transaction
 
 from gpufleet import clock
 from gpufleet.audit.record import record
+from gpufleet.core import registry
 from gpufleet.outbox import send as outbox
 
 from .errors import ActionError, Conflict, Forbidden
@@ -45,11 +46,6 @@ def _validate_spec(display_name: Any, trust_level: Any, *, partial: bool) -> dic
     return errors
 
 
-# Functions (tenant) -> None run inside request_tenant's transaction (the scheduling app gives the new tenant
-# its home placement); raising ActionError refuses the request.
-ON_REQUEST: list = []
-
-
 def request_tenant(slug: Any, trust_level: Any, display_name: Any = None, *, requested_by: Any = None) -> Tenant:
     """A user asks for a tenant; it waits for a platform admin's approval. The requester owns it."""
     if display_name in (None, "") and isinstance(slug, str):
@@ -75,7 +71,9 @@ def request_tenant(slug: Any, trust_level: Any, display_name: Any = None, *, req
                 Membership.objects.create(
                     tenant=tenant, user=requested_by, role=Membership.Role.OWNER, source=Membership.Source.LOCAL
                 )
-            for hook in ON_REQUEST:  # e.g. scheduling: the home placement
+            # The registry's `on_request` contributions (the scheduling app gives the new tenant its home
+            # placement); raising ActionError refuses the request.
+            for hook in registry.functions("on_request"):
                 hook(tenant)
             record("tenant.request", tenant, after=tenant.snapshot(), tenant_slug=tenant.slug)
     except IntegrityError as exc:  # a concurrent request won the race for the slug

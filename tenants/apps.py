@@ -6,7 +6,7 @@ class TenantsConfig(AppConfig):
     verbose_name = "Tenants"
 
     def ready(self) -> None:
-        # Isolation (GPU modes, Kyverno, Cilium, vCluster OIDC/RBAC) registers its render sections/hooks.
+        # Isolation's admin pages; what it adds to rendering is declared in tenants.contributions.
         from .isolation.register import register
 
         register()

@@ -4,15 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gpufleet.core import conf
+from gpufleet.core import conf, registry
 from infra.backend import Backend
 
 if TYPE_CHECKING:
     from infra.kube.backend import KubeAccess
-
-# The scheduling app (which owns host clusters) registers () -> ([(name, tree, kube_api, kubeconfig reference)],
-# the tree of the cluster gpufleet runs in): the Kubernetes backend then holds one client per cluster.
-KUBE_CLUSTER_HOOKS: list = []
 
 
 def get_backend() -> Backend:
@@ -28,10 +24,13 @@ def get_backend() -> Backend:
             push_enabled=conf.GITOPS_PUSH,
             push_status_dir=conf.GITOPS_PUSH_STATUS_DIR,
         )
-    if name == "kubernetes" and KUBE_CLUSTER_HOOKS:
+    # The scheduling app (which owns host clusters) contributes `kube_clusters`: the Kubernetes backend then
+    # holds one client per cluster.
+    kube_clusters = registry.one("kube_clusters") if name == "kubernetes" else None
+    if kube_clusters is not None:
         from infra.kube.clusters import from_references
 
-        clusters, local_tree = KUBE_CLUSTER_HOOKS[0]()
+        clusters, local_tree = kube_clusters()
         return from_references(clusters, kube_access(), local_tree=local_tree)
     if name == "kubernetes":
         from infra.kube.backend import KubernetesBackend  # type: ignore[import-not-found]

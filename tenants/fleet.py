@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 from django.db import connection
 
 from gpufleet import clock, gcpause
-from gpufleet.core import conf
+from gpufleet.core import conf, registry
 from infra.backend import (
     ApplyResult,
     Backend,
@@ -60,7 +60,7 @@ STEADY = {Phase.READY, Phase.SUSPENDED}
 # failure part-way loses little).
 CHUNK = 250
 # Tenants whose render inputs are loaded together (bounds memory; on PostgreSQL the ids are one array
-# parameter, `inputs_many.ids_in`, so a larger chunk is fewer round trips, not longer statements).
+# parameter, `reconcile.ids_in`, so a larger chunk is fewer round trips, not longer statements).
 VIEW_CHUNK = 2000
 
 
@@ -379,7 +379,7 @@ def _reconcile_chunks(result: FleetPass, chunks: list[list[int]], ahead: Callabl
             with ExitStack() as scopes:
                 # Exits last: the kept status writes and the locks outlast the chunk's commit.
                 status = scopes.enter_context(chunk_status(chunk))
-                for enter in reconcile.CHUNK_SCOPES:  # e.g. placement status, written once per chunk
+                for enter in registry.functions("chunk_scope"):  # e.g. placement status, written once per chunk
                     try:
                         scopes.enter_context(enter([rows[pk] for pk in chunk]))
                     except Exception:  # then its hooks read and write row by row, as outside a pass
@@ -387,9 +387,10 @@ def _reconcile_chunks(result: FleetPass, chunks: list[list[int]], ahead: Callabl
                 scopes.enter_context(scope)
                 for tenant_id in chunk:
                     try:
-                        outcome = reconcile.reconcile_tenant(tenant_id, backend, ctx=ctx, view=views.get(tenant_id),
-                                                             prepared=prepared.get(tenant_id),
-                                                             pre=pre.get(rows[tenant_id].slug), chunk=status)
+                        hints = reconcile.ReconcileHints(ctx=ctx, view=views.get(tenant_id),
+                                                         prepared=prepared.get(tenant_id),
+                                                         pre=pre.get(rows[tenant_id].slug), chunk=status)
+                        outcome = reconcile.reconcile_tenant(tenant_id, backend, hints)
                     except TransientError as exc:
                         result.retry.append(tenant_id)
                         result.errors.append(f"tenant {tenant_id}: {exc} (will retry)")

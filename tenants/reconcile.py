@@ -12,12 +12,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from django.db import transaction
 
 from gpufleet import clock
 from gpufleet.audit.record import record
+from gpufleet.core import registry
 from gpufleet.observability import metrics
 from infra.backend import ApplyResult, Backend, KnowsCommitted, Publishes
 from infra.errors import AwaitingPublication, InfraError, PermanentError, TransientError
@@ -76,20 +77,8 @@ class Outcome:
 
 
 def tenant_view(tenant: Tenant) -> TenantView:
-    """Everything render needs about a tenant; other apps add their rows via `view_extras`."""
-    extra: dict[str, object] = {}
-    for contribute in VIEW_EXTRAS:
-        extra.update(contribute(tenant))
-    return TenantView.of(tenant, **extra)
-
-
-# Functions (tenant -> dict) that load the per-tenant data other apps render (quotas, endpoints...).
-VIEW_EXTRAS: list = []
-
-# Batch versions for fleet-wide passes (tenants.fleet), so a thousand tenants are a few queries, not
-# thousands: VIEW_EXTRAS_MANY[loader] = fn(tenants) -> {tenant.pk: what loader(tenant) returns}.
-# tests/gitops/test_fleet.py checks every registered pair gives identical results and renders.
-VIEW_EXTRAS_MANY: dict = {}
+    """Everything render needs about a tenant: `tenant_views` of a batch of one."""
+    return tenant_views([tenant])[tenant.pk]
 
 
 # While `tenant_views` or one tenant's reconcile runs: rows its loaders share (the render's view, the
@@ -108,6 +97,15 @@ def shared_scope() -> Iterator[None]:
         _SHARED.reset(token)
 
 
+def ids_in(ids: list[int]) -> Any:
+    """The right-hand side of `tenant_id__in` for many ids: ONE array parameter
+    (`IN (SELECT unnest(%s::bigint[]))`): a list of 500 ids is 500 placeholders that Django prepares and
+    psycopg splices one by one -- a fifth of a no-op pass at 10,000 tenants."""
+    from django.db.models.expressions import RawSQL
+
+    return RawSQL("SELECT unnest(%s::bigint[])", ["{" + ",".join(str(int(i)) for i in ids) + "}"])
+
+
 def shared_rows(key: object, load: Callable[[], T]) -> T:
     """`load()`, computed once per `tenant_views` call or single reconcile for this key (every call outside
     one)."""
@@ -120,24 +118,24 @@ def shared_rows(key: object, load: Callable[[], T]) -> T:
 
 
 def tenant_views(tenants: list[Tenant]) -> dict[int, TenantView]:
-    """`tenant_view` for many tenants, using batch loaders where registered."""
-    extras: dict[int, dict[str, object]] = {t.pk: {} for t in tenants}
-    with shared_scope():
-        for contribute in VIEW_EXTRAS:
-            many = VIEW_EXTRAS_MANY.get(contribute)
-            loaded = many(tenants) if many else {t.pk: contribute(t) for t in tenants}
+    """The view of each tenant, every field filled by the registry's `view_loader` contributions: batch
+    loaders, so a fleet pass's thousand tenants are a few queries, not thousands (tests/gitops/test_fleet.py
+    checks a batch of many gives what batches of one do, value for value and byte for byte)."""
+    fields: dict[int, dict[str, object]] = {t.pk: {} for t in tenants}
+    # Inside one tenant's reconcile (a batch of one), its scope: the condition providers after the apply read
+    # the same isolation rows. Else a scope of its own.
+    with shared_scope() if _SHARED.get() is None else nullcontext():
+        for loader in registry.contributions("view_loader"):
+            loaded = loader.fn(tenants)
             for tenant in tenants:
-                extras[tenant.pk].update(loaded[tenant.pk])
-    return {t.pk: TenantView.of(t, **extras[t.pk]) for t in tenants}
+                fields[tenant.pk][loader.name] = loaded[tenant.pk]
+    return {t.pk: TenantView.of(t, **fields[t.pk]) for t in tenants}
 
 
-# Functions (tenant -> condition dict) whose conditions a successful apply records on the tenant.
-CONDITION_PROVIDERS: list = []
-
-# Batch versions for fleet-wide passes: CONDITION_PROVIDERS_MANY[provider] = fn(tenants) -> {tenant.pk:
-# what provider(tenant) returns}, so a cold start of thousands of tenants is a few queries per chunk, not
-# several per tenant (isolation's GpuModesAdmitted: five).
-CONDITION_PROVIDERS_MANY: dict = {}
+# The registry's `condition` contributions: batch functions (tenants -> {pk: condition dict}) whose conditions
+# a successful apply records on the tenant. A fleet pass computes them per chunk (`prepare_conditions`), so
+# a cold start of thousands of tenants is a few queries per chunk, not several per tenant (isolation's
+# GpuModesAdmitted: five); a single reconcile asks for a batch of one.
 
 
 @dataclass(frozen=True)
@@ -147,18 +145,41 @@ class Prepared:
 
     generation: int
     trust_level: str
-    conditions: dict = field(default_factory=dict)  # provider -> its condition
+    conditions: dict = field(default_factory=dict)  # provider (the contributed function) -> its condition
 
 
 def prepare_conditions(tenants: list[Tenant]) -> dict[int, Prepared]:
-    """`Prepared` for each tenant, with every provider that has a batch version."""
+    """`Prepared` for each tenant, with every `condition` contribution's."""
     out = {t.pk: Prepared(t.generation, t.trust_level) for t in tenants}
-    for provide in CONDITION_PROVIDERS:
-        many = CONDITION_PROVIDERS_MANY.get(provide)
-        if many is not None:
-            for pk, condition in many(tenants).items():
-                out[pk].conditions[provide] = condition
+    for provide in registry.functions("condition"):
+        for pk, condition in provide(tenants).items():
+            out[pk].conditions[provide] = condition
     return out
+
+
+@dataclass(frozen=True)
+class ReconcileHints:
+    """What a fleet-wide pass (tenants.fleet) already loaded or holds for one tenant's reconcile. Each is a
+    shortcut only: used if still valid, else the reconcile does that step itself, so no hints (`NO_HINTS`,
+    a task's reconcile) gives the same outcome."""
+
+    # Platform-wide render inputs (the catalog...), loaded once per pass: saves reading them per tenant.
+    ctx: RenderContext | None = None
+    # The view built by the chunk's batch loaders: saves the loaders' queries for this tenant. Used only if
+    # the locked row still matches it (a spec change bumps `generation`).
+    view: TenantView | None = None
+    # Conditions computed in bulk for the chunk: saves each provider's per-tenant queries. Used only if the
+    # locked row still has the generation and trust level they were computed from.
+    prepared: Prepared | None = None
+    # The render of the view done ahead by a worker (tenants.prerender): saves rendering, validating and
+    # serialising. Used only if it is of the view and placements found here, and not for a teardown.
+    pre: Prerendered | None = None
+    # The chunk's shared status (tenants.chunk_status): the tenant's lock may be held and its row read for it
+    # already (saves a lock and a SELECT), and its final status write is kept for the chunk's one UPDATE.
+    chunk: ChunkStatus | None = None
+
+
+NO_HINTS = ReconcileHints()
 
 
 def desired_manifests(tenant: Tenant, ctx: RenderContext | None = None) -> list[dict]:
@@ -179,16 +200,11 @@ def _merge_condition(conditions: list[dict], new: dict) -> list[dict]:
     return [c for c in conditions if c.get("type") != new["type"]] + [new]
 
 
-def reconcile_tenant(
-    tenant_id: int, backend: Backend | None = None, *, ctx: RenderContext | None = None,
-    view: TenantView | None = None, prepared: Prepared | None = None, pre: Prerendered | None = None,
-    chunk: ChunkStatus | None = None,
-) -> Outcome:
+def reconcile_tenant(tenant_id: int, backend: Backend | None = None, hints: ReconcileHints = NO_HINTS) -> Outcome:
     """Reconcile one tenant (`_reconcile_tenant`), timed by outcome for `/metrics`."""
     started = time.perf_counter()
     try:
-        outcome = _reconcile_tenant(tenant_id, backend, ctx=ctx, view=view, prepared=prepared, pre=pre,
-                                    chunk=chunk)
+        outcome = _reconcile_tenant(tenant_id, backend, hints)
     except InfraError as exc:
         reason = exc.reason or type(exc).__name__
         metrics.observe_reconcile(f"error:{reason}", time.perf_counter() - started, reason)
@@ -201,17 +217,10 @@ def reconcile_tenant(
     return outcome
 
 
-def _reconcile_tenant(
-    tenant_id: int, backend: Backend | None = None, *, ctx: RenderContext | None = None,
-    view: TenantView | None = None, prepared: Prepared | None = None, pre: Prerendered | None = None,
-    chunk: ChunkStatus | None = None,
-) -> Outcome:
-    """`ctx`, `view` and `prepared` let a fleet-wide pass (tenants.fleet) load render inputs and conditions
-    in bulk; `view` and `prepared` are used only if the locked row still matches them (spec changes bump
-    `generation`), else reloaded. `pre` is the render of a view done ahead (tenants.prerender), used only
-    if it is of the view and placements found here, and not for a teardown. Inside a fleet pass's
-    `chunk` (tenants.chunk_status) the tenant's lock may be held and its row read for it already, and its
-    final status write kept for the chunk's one UPDATE."""
+def _reconcile_tenant(tenant_id: int, backend: Backend | None = None, hints: ReconcileHints = NO_HINTS) -> Outcome:
+    """`hints`: what a fleet-wide pass (tenants.fleet) loaded in bulk or rendered ahead (ReconcileHints),
+    each used only while still valid."""
+    ctx, view, prepared, pre, chunk = hints.ctx, hints.view, hints.prepared, hints.pre, hints.chunk
     backend = backend or get_backend()
     held, tenant = chunk.row(tenant_id) if chunk is not None else (False, None)
     with nullcontext() if held else tenant_lock(tenant_id), shared_scope():
@@ -222,7 +231,7 @@ def _reconcile_tenant(
         if tenant.phase in SKIP_PHASES:
             return Outcome(tenant.slug, tenant.phase)
         generation = tenant.generation
-        if view is None or view != TenantView.of(tenant, **view.extra):
+        if view is None or not view.of_row(tenant):
             view = tenant_view(tenant)
         # Platform-wide inputs (the catalog): loaded once; not those only the platform's objects read.
         ctx = ctx or RenderContext.from_settings(tenants_only=True)
@@ -278,9 +287,10 @@ def _reconcile_tenant(
                 if prepared is not None and (prepared.generation, prepared.trust_level) != (
                         tenant.generation, tenant.trust_level):
                     prepared = None
-                for provide in CONDITION_PROVIDERS:  # e.g. isolation's GpuModesAdmitted
+                for provide in registry.functions("condition"):  # e.g. isolation's GpuModesAdmitted
                     condition = prepared.conditions.get(provide) if prepared is not None else None
-                    tenant.conditions = _merge_condition(tenant.conditions, condition or provide(tenant))
+                    tenant.conditions = _merge_condition(tenant.conditions,
+                                                         condition or provide([tenant])[tenant.pk])
             for placed, _ in rendered:
                 _require_published(backend, placed.owner(tenant.owner))
         except TransientError as exc:
@@ -340,19 +350,12 @@ def _unreconciled(tenant: Tenant, unreported: list[Placed], exc: Exception) -> N
     _set_status(tenant, phase=_current_phase(tenant), conditions=_merge_condition(tenant.conditions, cond))
 
 
-# Functions (tenant, placed, error or None) recording how delivering to one host cluster went (the scheduling
-# app writes the placement's condition and the cluster's reachability).
-PLACEMENT_STATUS_HOOKS: list = []
-
-# Functions (tenants) -> context manager that a fleet pass enters around each chunk of tenants it reconciles
-# (and their commit): other apps load what their hooks read for the chunk at once and batch their writes.
-CHUNK_SCOPES: list = []
-
-
 def _report(tenant: Tenant, placed: Placed, error: InfraError | None) -> None:
+    """How delivering to one host cluster went, to the registry's `placement_status` contributions (the
+    scheduling app writes the placement's condition and the cluster's reachability)."""
     if not placed.cluster:
         return
-    for hook in PLACEMENT_STATUS_HOOKS:
+    for hook in registry.functions("placement_status"):
         hook(tenant, placed, error)
 
 
@@ -470,10 +473,10 @@ def reconcile_platform(backend: Backend | None = None, ctx: RenderContext | None
             if len(targets) == 1:
                 raise
             errors.append(exc)
-            for hook in PLATFORM_STATUS_HOOKS:
+            for hook in registry.functions("platform_status"):  # how delivering to each cluster went
                 hook(target, exc)
             continue
-        for hook in PLATFORM_STATUS_HOOKS:
+        for hook in registry.functions("platform_status"):
             hook(target, None)
     if errors:
         raise _combined(errors, len(targets))
@@ -508,7 +511,3 @@ def ensure_layout(backend: Backend, ctx: RenderContext) -> None:
     revision = move_root_layout(backend, tree)  # type: ignore[arg-type]
     if revision:
         log.info("moved the root layout to %s/ in %s", tree, revision)
-
-
-# Functions (target, error or None): how delivering the platform's objects to one cluster went.
-PLATFORM_STATUS_HOOKS: list = []

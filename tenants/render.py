@@ -1,7 +1,9 @@
 """Desired state of one tenant, as plain manifests. Pure: no I/O, no clock, no randomness.
 
 The same rows in give byte-identical YAML out (see infra.manifests.to_yaml). Other apps add their
-per-tenant objects (quotas, queues, policies) by registering a section with `tenant_section`.
+per-tenant objects (quotas, queues, policies), inputs and hooks through the contributor registry
+(gpufleet.core.registry: `tenant_section`, `render_context`, `vcluster_values`...); this app's own
+sections are declared in tenants.contributions like theirs.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpufleet.core import conf
+from gpufleet.core import conf, registry
 from infra.manifests import Manifest, Owner, sort_manifests
 
 from .models import Phase, Tenant
@@ -31,15 +33,15 @@ class RenderContext:
 
     @classmethod
     def from_settings(cls, *, tenants_only: bool = False) -> RenderContext:
-        """`tenants_only`: without the inputs only the platform's own objects read (`PLATFORM_CONTEXT_EXTRAS`):
+        """`tenants_only`: without the inputs only the platform's own objects read (`platform_render_context`):
         what one tenant's reconcile needs. `with_platform_inputs` completes such a context."""
         extra: dict[str, Any] = {}
-        for contribute in CONTEXT_EXTRAS:  # other apps' platform-wide inputs (e.g. the GPU catalog)
+        for contribute in registry.functions("render_context"):  # other apps' platform-wide inputs (the catalog)
             extra.update(contribute())
         if tenants_only:
             extra[_TENANTS_ONLY] = True
         else:
-            for contribute in PLATFORM_CONTEXT_EXTRAS:
+            for contribute in registry.functions("platform_render_context"):
                 extra.update(contribute())
         return cls(
             vcluster_chart_version=conf.VCLUSTER_CHART_VERSION,
@@ -50,14 +52,11 @@ class RenderContext:
         )
 
 
-# Functions () -> dict that load platform-wide render inputs into RenderContext.extra (read at the edge,
-# once per reconcile, so sections stay pure).
-CONTEXT_EXTRAS: list[Callable[[], dict[str, Any]]] = []
-
-# The same for inputs that only the platform's objects read (their keys start with "_", so the fleet pass's
-# memo key leaves them out): fleetops' capacity rules list every tenant's ClusterQueue, i.e. read every quota
-# of the fleet (40,000 rows at 10,000 tenants), which one tenant's reconcile must not pay for.
-PLATFORM_CONTEXT_EXTRAS: list[Callable[[], dict[str, Any]]] = []
+# Registry points `render_context` (platform-wide render inputs, read at the edge once per reconcile so
+# sections stay pure) and `platform_render_context`: inputs that only the platform's objects read (their keys
+# start with "_", so the fleet pass's memo key leaves them out): fleetops' capacity rules list every tenant's
+# ClusterQueue, i.e. read every quota of the fleet (40,000 rows at 10,000 tenants), which one tenant's
+# reconcile must not pay for.
 
 # Marks a context built `tenants_only` (copied into the per-cluster contexts derived from it).
 _TENANTS_ONLY = "_tenants_only"
@@ -71,32 +70,51 @@ def with_platform_inputs(ctx: RenderContext) -> RenderContext:
     from dataclasses import replace
 
     extra = {k: v for k, v in ctx.extra.items() if not k.startswith("_")}
-    for contribute in PLATFORM_CONTEXT_EXTRAS:
+    for contribute in registry.functions("platform_render_context"):
         extra.update(contribute())
     return replace(ctx, extra=extra)
 
 
 @dataclass(frozen=True)
 class TenantView:
-    """What rendering needs from a tenant row (and nothing it could mutate)."""
+    """What rendering needs from a tenant row (and nothing it could mutate).
+
+    The fields after `generation` are filled by the registry's `view_loader` contributions (each names its
+    field) and by the placement contributor, which narrows a view to one host cluster. Their types belong to
+    the apps that fill them (tenants does not import scheduling): here they are opaque, and each app reads its
+    own through a typed accessor (e.g. scheduling.render.sched_of)."""
 
     slug: str
     display_name: str
     trust_level: str
     phase: str
     generation: int
-    extra: dict[str, Any] = field(default_factory=dict)
+    # The tenant's isolation inputs (tenants.isolation.config.IsolationView); None: the safe defaults.
+    isolation: Any = None
+    # The tenant's scheduling inputs (scheduling.inputs.TenantScheduling), on one cluster once placed.
+    scheduling: Any = None
+    # The host cluster this view is narrowed to ('' = not narrowed) and whether it is the tenant's home.
+    cluster: str = ""
+    home: bool = True
+    # MultiKueue's role of this placement (scheduling.multikueue_render.Dispatch); None: the mode is off.
+    dispatch: Any = None
 
     @classmethod
-    def of(cls, tenant: Tenant, **extra: Any) -> TenantView:
+    def of(cls, tenant: Tenant, **loaded: Any) -> TenantView:
+        """`loaded`: the `view_loader` values by field name."""
         return cls(
             slug=tenant.slug,
             display_name=tenant.display_name,
             trust_level=tenant.trust_level,
             phase=tenant.phase,
             generation=tenant.generation,
-            extra=extra,
+            **loaded,
         )
+
+    def of_row(self, tenant: Tenant) -> bool:
+        """Was this view made from the tenant's row as it is now (a spec change bumps `generation`)?"""
+        return (self.slug, self.display_name, self.trust_level, self.phase, self.generation) == (
+            tenant.slug, tenant.display_name, tenant.trust_level, tenant.phase, tenant.generation)
 
     @property
     def namespace(self) -> str:
@@ -112,30 +130,7 @@ class TenantView:
 
 
 Section = Callable[[TenantView, RenderContext], list[Manifest]]
-_SECTIONS: list[tuple[str, Section]] = []
-_PLATFORM_SECTIONS: list[tuple[str, Callable[[RenderContext], list[Manifest]]]] = []
-
-
-def tenant_section(name: str) -> Callable[[Section], Section]:
-    """Register a function that contributes per-tenant objects (called in registration order)."""
-
-    def register(fn: Section) -> Section:
-        if all(existing != name for existing, _ in _SECTIONS):
-            _SECTIONS.append((name, fn))
-        return fn
-
-    return register
-
-
-def platform_section(name: str):  # type: ignore[no-untyped-def]
-    """Register a function that contributes cluster-wide objects owned by the platform."""
-
-    def register(fn):  # type: ignore[no-untyped-def]
-        if all(existing != name for existing, _ in _PLATFORM_SECTIONS):
-            _PLATFORM_SECTIONS.append((name, fn))
-        return fn
-
-    return register
+PlatformSection = Callable[[RenderContext], list[Manifest]]
 
 
 def metadata(view: TenantView, name: str, *, namespaced: bool = True, **labels: str) -> dict[str, Any]:
@@ -165,7 +160,7 @@ POD_SECURITY = {
 }
 
 # Backstop object counts for the host namespace. GPU quota is Kueue's job (fair share, borrowing);
-# the GPU keys added by QUOTA_HARD_HOOKS only cap what a pod that escaped Kueue could take.
+# the GPU keys added by `quota_hard` contributions only cap what a pod that escaped Kueue could take.
 QUOTA_HARD = {
     "pods": "500",
     "services": "100",
@@ -176,18 +171,14 @@ QUOTA_HARD = {
 }
 GPU_RESOURCES_WHEN_SUSPENDED = ("requests.nvidia.com/gpu",)
 
-# Functions (view, ctx) -> {quota key: quantity} adding keys to the backstop ResourceQuota (the
-# scheduling app adds the tenant's GPU keys), and (view, ctx) -> {label: value} adding namespace
-# labels (the isolation app scopes HAMi's webhook). Pure, like sections.
-QUOTA_HARD_HOOKS: list[Callable[[TenantView, RenderContext], dict[str, str]]] = []
-NAMESPACE_LABEL_HOOKS: list[Callable[[TenantView, RenderContext], dict[str, str]]] = []
+# Registry points `quota_hard` (keys added to the backstop ResourceQuota: the scheduling app adds the
+# tenant's GPU keys) and `namespace_labels` (the isolation app scopes HAMi's webhook). Pure, like sections.
 
 
-@tenant_section("namespace")
 def render_namespace(view: TenantView, ctx: RenderContext) -> list[Manifest]:
     level = POD_SECURITY[view.trust_level]
     extra_labels: dict[str, str] = {}
-    for hook in NAMESPACE_LABEL_HOOKS:
+    for hook in registry.functions("namespace_labels"):
         extra_labels.update(hook(view, ctx))
     ns = {
         "apiVersion": "v1",
@@ -213,11 +204,10 @@ def render_namespace(view: TenantView, ctx: RenderContext) -> list[Manifest]:
     return [ns]
 
 
-@tenant_section("resource-quota")
 def render_quota(view: TenantView, ctx: RenderContext) -> list[Manifest]:
     hard = dict(QUOTA_HARD)
     gpu_keys: dict[str, str] = {}
-    for hook in QUOTA_HARD_HOOKS:
+    for hook in registry.functions("quota_hard"):
         gpu_keys.update(hook(view, ctx))
     hard.update(gpu_keys)
     if view.suspended:
@@ -241,7 +231,6 @@ def render_quota(view: TenantView, ctx: RenderContext) -> list[Manifest]:
 LIMIT_RANGE_DEFAULT_REQUEST = {"cpu": "100m", "memory": "256Mi"}
 
 
-@tenant_section("limit-range")
 def render_limit_range(view: TenantView, ctx: RenderContext) -> list[Manifest]:
     return [
         {
@@ -317,16 +306,13 @@ def vcluster_values(view: TenantView, ctx: RenderContext) -> dict[str, Any]:
         values["controlPlane"]["coredns"] = {"security": {"podSecurityContext": dict(CORE_DNS_POD)}}
     if ctx.vcluster_syncer_image:
         values["controlPlane"]["statefulSet"]["image"] = image_ref(ctx.vcluster_syncer_image)
-    for hook in VCLUSTER_VALUES_HOOKS:  # e.g. tenants.isolation: OIDC, in-cluster RBAC, placement
+    # Registry point `vcluster_values`: pure functions adding to the values in place (e.g. tenants.isolation:
+    # OIDC, in-cluster RBAC, placement).
+    for hook in registry.functions("vcluster_values"):
         hook(view, ctx, values)
     return values
 
 
-# Pure functions (view, ctx, values) -> None that add to a tenant's vcluster.yaml in place.
-VCLUSTER_VALUES_HOOKS: list[Callable[[TenantView, RenderContext, dict[str, Any]], None]] = []
-
-
-@tenant_section("vcluster")
 def render_vcluster(view: TenantView, ctx: RenderContext) -> list[Manifest]:
     # Every placement runs a vCluster: it is how the tenant's kubectl reaches that cluster at all. vCluster
     # v0.36.1 syncs pods, not Jobs, to the host (chart values.schema.json SyncToHost), so work created on the
@@ -361,7 +347,6 @@ def render_vcluster(view: TenantView, ctx: RenderContext) -> list[Manifest]:
     ]
 
 
-@platform_section("helm-repositories")
 def render_helm_repositories(ctx: RenderContext) -> list[Manifest]:
     return [
         {
@@ -378,7 +363,7 @@ def render_tenant(view: TenantView, ctx: RenderContext) -> list[Manifest]:
     if view.phase in (Phase.DEPROVISIONING, Phase.DELETED, Phase.REQUESTED, Phase.REJECTED):
         return []
     manifests: list[Manifest] = []
-    for _, section in _SECTIONS:
+    for section in registry.functions("tenant_section"):
         manifests.extend(section(view, ctx))
     return sort_manifests(manifests)
 
@@ -405,23 +390,28 @@ class Placed:
         return f"{self.tree}/{local}" if self.tree else local
 
 
-# The scheduling app (which owns clusters and placements) registers one function each: (view, ctx) -> the
-# tenant's placements, and (ctx) -> every cluster (for the platform's objects). Without them there is one
+# The scheduling app (which owns clusters and placements) contributes one function each to the registry's
+# `placements` ((view, ctx) -> the tenant's placements) and `platform_targets` ((ctx) -> every cluster, for the
+# platform's objects), and MultiKueue a `placement_wrappers` entry around the first. Without them there is one
 # cluster and the root layout.
-PLACEMENT_HOOKS: list[Callable[[TenantView, RenderContext], list[Placed]]] = []
-PLATFORM_TARGET_HOOKS: list[Callable[[RenderContext], list[Placed]]] = []
+
+
+def _single_cluster(view: TenantView, ctx: RenderContext) -> list[Placed]:
+    return [Placed("", "", view, ctx)]
 
 
 def placements(view: TenantView, ctx: RenderContext) -> list[Placed]:
     """Home first. A tenant that is going away keeps its placements (the teardown prunes on each)."""
-    if PLACEMENT_HOOKS:
-        return PLACEMENT_HOOKS[0](view, ctx)
-    return [Placed("", "", view, ctx)]
+    placed = registry.one("placements") or _single_cluster
+    for wrap in registry.functions("placement_wrappers"):
+        placed = wrap(placed)
+    return placed(view, ctx)  # type: ignore[no-any-return]
 
 
 def platform_targets(ctx: RenderContext) -> list[Placed]:
-    if PLATFORM_TARGET_HOOKS:
-        return PLATFORM_TARGET_HOOKS[0](ctx)
+    targets = registry.one("platform_targets")
+    if targets is not None:
+        return targets(ctx)  # type: ignore[no-any-return]
     return [Placed("", "", None, ctx)]
 
 
@@ -447,6 +437,6 @@ def render_platform(ctx: RenderContext) -> list[Manifest]:
     if ctx.extra.get(_TENANTS_ONLY):  # its platform-only inputs are missing: objects would be pruned
         raise ValueError("render_platform needs a context with the platform's inputs (with_platform_inputs)")
     manifests: list[Manifest] = []
-    for _, section in _PLATFORM_SECTIONS:
+    for section in registry.functions("platform_section"):
         manifests.extend(section(ctx))
     return sort_manifests(manifests)

@@ -73,7 +73,7 @@ def ca_enabled() -> bool:
 
 
 def vcluster_ca_cert(tenant: Any) -> str | None:
-    """The kubeconfig's CA (tenants.isolation.kubeconfig.CA_PROVIDERS): the CA the platform issued, from OpenBao."""
+    """The kubeconfig's CA (the registry's `kubeconfig_ca`): the CA the platform issued, from OpenBao."""
     if not (configured() and ca_enabled()):
         return None
     found = client().read_vcluster_ca(tenant.slug)

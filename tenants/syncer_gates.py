@@ -78,7 +78,7 @@ def condition(chart_version: str, syncer_image: str, now: str) -> dict[str, str]
 
 
 def gpu_workloads_condition(tenant: Any) -> dict[str, str]:
-    """tenants.reconcile.CONDITION_PROVIDERS entry: the same for every tenant (a platform setting)."""
+    """The per-tenant condition: the same for every tenant (a platform setting)."""
     from gpufleet import clock
 
     return condition(conf.VCLUSTER_CHART_VERSION,

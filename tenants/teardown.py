@@ -20,8 +20,9 @@ is a TransientError: the task retries with backoff, no sleeping in the worker.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from gpufleet import clock
@@ -117,15 +118,16 @@ def prune_all(t: Teardown) -> None:
 
 
 Step = Callable[[Teardown], None]
-# Looked up by name at run time, so a test can make one step crash.
-STEPS: dict[str, Step] = {
+# Looked up by name at run time, so a test can make one step crash (by swapping the whole mapping: it is
+# read-only, like every module-level table of callables, see tests/core/test_registry.py).
+STEPS: Mapping[str, Step] = MappingProxyType({
     "stop-admission": stop_admission,
     "delete-vcluster": delete_vcluster,
     "prune-policies-and-queues": prune_policies_and_queues,
     "revoke-secrets": revoke_secrets,
     "delete-namespace": delete_namespace,
     "prune-all": prune_all,
-}
+})
 ORDERED_PLAN = ["stop-admission", "delete-vcluster", "prune-policies-and-queues", "revoke-secrets", "delete-namespace"]
 GITOPS_PLAN = ["prune-all", "revoke-secrets"]
 

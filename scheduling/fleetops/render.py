@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tenants.render import RenderContext, platform_metadata, platform_section
+from tenants.render import RenderContext, platform_metadata
 
 from ..models_clusters import DEFAULT_CLUSTER
 from .queues import SignalSettings, rule_object
@@ -31,7 +31,6 @@ def capacity_rules_rendered(ctx: RenderContext) -> bool:
     return bool(catalog_of(ctx).prometheus_operator)
 
 
-@platform_section("fleetops")
 def render_capacity_rules(ctx: RenderContext) -> list[dict[str, Any]]:
     """The rules are fleet-wide: every flavor's capacity against every ClusterQueue with quota in it. Rendered
     into each cluster's tree, each cluster's ruler would fire the same alert again (one metrics store behind

@@ -195,7 +195,7 @@ FLEETOPS_KEY = "_fleetops"
 
 
 def render_inputs() -> dict[str, Any]:
-    """Render-context contribution (tenants.render.PLATFORM_CONTEXT_EXTRAS): the rule kind and its inputs.
+    """Render-context contribution (the registry's `platform_render_context`): the rule kind and its inputs.
 
     The key starts with "_": only the platform's render reads it, so the fleet pass leaves it out of the key
     it remembers tenant renders by (tenants.fleet.context_key). Its ClusterQueue list changes with every

@@ -4,7 +4,8 @@ demand (same seed, same generated jobs, same request stream)."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from .engine import simulate
@@ -103,10 +104,10 @@ def fair_share() -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
                   "fair-sharing": {"policies": {"fair_sharing": True}}}
 
 
-PRESETS: dict[str, Callable[[], tuple[dict[str, Any], dict[str, dict[str, Any]]]]] = {
+PRESETS: Mapping[str, Callable[[], tuple[dict[str, Any], dict[str, dict[str, Any]]]]] = MappingProxyType({
     "seven-of-eight": seven_of_eight, "consolidation": consolidation, "autoscalers": autoscalers,
     "fair-share": fair_share,
-}
+})
 
 
 def apply_variant(base: dict[str, Any], changes: dict[str, dict[str, Any]]) -> dict[str, Any]:

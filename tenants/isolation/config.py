@@ -1,12 +1,13 @@
 """Inputs of isolation rendering, read at the edge (settings, DB) so the render functions stay pure.
 
-`settings_extras` feeds RenderContext.extra["isolation"] (platform-wide), `tenant_extras` feeds
-TenantView.extra["isolation"] (one tenant). Without them (a bare TenantView in a test or a preview),
+`settings_extras` feeds RenderContext.extra["isolation"] (platform-wide), `views_many` (the registry's
+`view_loader` of TenantView.isolation) each tenant's. Without them (a bare TenantView in a test or a preview),
 rendering falls back to the trust level's defaults: the strictest reading of the data it lacks.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -107,6 +108,34 @@ def tenant_extras(tenant: Any) -> dict[str, Any]:
     return {"isolation": isolation_view(tenant, policy.level_row(tenant.trust_level), policy.isolation_row(tenant.pk))}
 
 
+def rows_many(tenants: Sequence[Any]) -> tuple[dict[str, Any], dict[int, Any]]:
+    """The trust levels' policy rows and these tenants' isolation rows: read once per `tenant_views` call
+    (`reconcile.shared_rows`), whichever loader asks first."""
+    from ..reconcile import ids_in, shared_rows
+    from .models import AllocationPolicy, TenantIsolation
+
+    ids = tuple(t.pk for t in tenants)
+
+    def load() -> tuple[dict[str, Any], dict[int, Any]]:
+        levels = {row.trust_level: row for row in AllocationPolicy.objects.all()}
+        return levels, {row.tenant_id: row for row in TenantIsolation.objects.filter(tenant_id__in=ids_in(list(ids)))}
+
+    return shared_rows(("isolation_rows", ids), load)
+
+
+def views_many(tenants: Sequence[Any]) -> dict[int, TenantIsolationView]:
+    """The registry's `view_loader` of TenantView.isolation: each tenant's isolation view, built once per
+    `tenant_views` call (scheduling's loader reads the allowed modes from it too). Two queries per batch."""
+    from ..reconcile import shared_rows
+
+    def build() -> dict[int, TenantIsolationView]:
+        levels, isolation = rows_many(tenants)
+        return {tenant.pk: isolation_view(tenant, levels.get(tenant.trust_level), isolation.get(tenant.pk))
+                for tenant in tenants}
+
+    return shared_rows(("isolation_views", tuple(t.pk for t in tenants)), build)
+
+
 def isolation_view(tenant: Any, level: Any, iso: Any) -> TenantIsolationView:
     """Pure: the tenant's isolation from its trust level's AllocationPolicy row and its own TenantIsolation
     row (either may be None: the trust level's built-in defaults, no per-tenant narrowing)."""
@@ -122,7 +151,7 @@ def isolation_view(tenant: Any, level: Any, iso: Any) -> TenantIsolationView:
 
 
 def of_view(view: Any) -> TenantIsolationView:
-    found = view.extra.get("isolation")
+    found = view.isolation
     return found if isinstance(found, TenantIsolationView) else TenantIsolationView.defaults(
         view.trust_level, view.slug
     )

@@ -1,24 +1,24 @@
 """What a narrower GPU mode set breaks: configured workloads that would no longer be admitted.
 
 Known here: the tenant's configured quotas (scheduling's Quota rows name a flavor with a mode).
-Other apps add checks to IMPACT_CHECKS. Running pods are only known to a live cluster: Kyverno's
+Other apps add checks (the registry's `impact_check`). Running pods are only known to a live cluster: Kyverno's
 background scan reports them (the Policy is rendered with `background: true`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from django.apps import apps
 
 from gpufleet import clock
+from gpufleet.core import registry
 
 from . import policy
 
 CONDITION = "GpuModesAdmitted"
-# Functions (tenant, allowed modes) -> human-readable lines, one per configured thing now disallowed.
-IMPACT_CHECKS: list[Callable[[Any, frozenset[str]], list[str]]] = []
+# Other apps' checks are the registry's `impact_check` contributions: (tenant, allowed modes) ->
+# human-readable lines, one per configured thing now disallowed.
 
 
 def quota_impact(tenant: Any, allowed: frozenset[str]) -> list[str]:
@@ -41,7 +41,7 @@ def disallowed_workloads(tenant: Any, allowed: frozenset[str] | None = None) -> 
     """`allowed`: the tenant's allowed modes when the caller already read them."""
     allowed = frozenset(policy.allowed_modes(tenant)) if allowed is None else allowed
     lines: list[str] = []
-    for check in (quota_impact, *IMPACT_CHECKS):
+    for check in (quota_impact, *registry.functions("impact_check")):
         lines.extend(check(tenant, allowed))
     return lines
 
@@ -54,14 +54,12 @@ def gpu_modes_condition(tenant: Any) -> dict[str, str]:
 
 def gpu_modes_conditions_many(tenants: list[Any]) -> dict[int, dict[str, str]]:
     """`gpu_modes_condition` for many tenants in three queries, not five per tenant (the fleet pass's cold
-    start: tenants.reconcile.CONDITION_PROVIDERS_MANY). Same rows, same pure pieces, same result
-    (tests/isolation/test_impact_many.py)."""
-    from .config import isolation_view
-    from .models import AllocationPolicy, TenantIsolation
+    start). The registry's `condition` contribution: a single reconcile is a batch of one. Same rows, same
+    pure pieces, same result (tests/isolation/test_impact_many.py)."""
+    from .config import isolation_view, rows_many
 
     ids = [t.pk for t in tenants]
-    levels = {row.trust_level: row for row in AllocationPolicy.objects.all()}
-    isolation = {row.tenant_id: row for row in TenantIsolation.objects.filter(tenant_id__in=ids)}
+    levels, isolation = rows_many(tenants)  # none if this reconcile's view loader read them already
     quotas: dict[int, list[tuple[str, str, int]]] = {pk: [] for pk in ids}
     if apps.is_installed("scheduling"):  # its rows through the app registry: isolation does not import scheduling
         quota = apps.get_model("scheduling", "Quota")
@@ -72,7 +70,7 @@ def gpu_modes_conditions_many(tenants: list[Any]) -> dict[int, dict[str, str]]:
     for tenant in tenants:
         allowed = isolation_view(tenant, levels.get(tenant.trust_level), isolation.get(tenant.pk)).allowed_modes
         lines = _quota_lines(quotas[tenant.pk], frozenset(allowed))
-        for check in IMPACT_CHECKS:
+        for check in registry.functions("impact_check"):
             lines.extend(check(tenant, frozenset(allowed)))
         out[tenant.pk] = _condition(tenant, allowed, lines)
     return out

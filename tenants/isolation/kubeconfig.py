@@ -18,16 +18,16 @@ shape, turn it off; the production profile pins it on.
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gpufleet.core import conf
+from gpufleet.core import conf, registry
 
 from . import config
 
 
-def _issued_ca(tenant: Any) -> str | None:
+def issued_ca(tenant: Any) -> str | None:
     from infra.errors import InfraError
 
     from ..errors import Conflict
@@ -40,14 +40,10 @@ def _issued_ca(tenant: Any) -> str | None:
                        "try again in a minute") from exc
 
 
-# Functions tenant -> PEM text (or None when unknown). Checked in order; the first answer wins.
-CA_PROVIDERS: list[Callable[[Any], str | None]] = [_issued_ca]
+# The CA is asked of the registry's `kubeconfig_ca` contributions (tenant -> PEM text or None), in order, the
+# first answer wins (tenants contributes `issued_ca`); the placements of its `kubeconfig_placements` (the
+# scheduling app's), without which the tenant has its home only.
 KUBELOGIN_ARGS = ("oidc-login", "get-token")
-
-
-# Functions tenant -> [(cluster, home)]: the tenant's placements (the scheduling app registers one). Without
-# one, the tenant has its home only.
-PLACEMENT_PROVIDERS: list[Callable[[Any], Sequence[tuple[str, bool]]]] = []
 
 
 def context_name(slug: str, cluster: str = "") -> str:
@@ -105,13 +101,12 @@ def render_kubeconfig(slug: str, settings: config.IsolationSettings, ca_pem: str
 
 
 def placements_of(tenant: Any) -> Sequence[tuple[str, bool]]:
-    for provider in PLACEMENT_PROVIDERS:
-        return provider(tenant)
-    return ()
+    provider = registry.one("kubeconfig_placements")
+    return provider(tenant) if provider is not None else ()
 
 
 def ca_pem(tenant: Any) -> str | None:
-    for provider in CA_PROVIDERS:
+    for provider in registry.functions("kubeconfig_ca"):
         pem = provider(tenant)
         if pem:
             return pem

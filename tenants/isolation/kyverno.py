@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from infra.manifests import Manifest
 
-from ..render import RenderContext, TenantView, metadata, tenant_section
+from ..render import RenderContext, TenantView, metadata
 from . import config, policy
 
 POLICY_NAME = "gpufleet-gpu-allocation-modes"
@@ -72,13 +72,12 @@ HAMI_WEBHOOK_LABEL = ("hami.io/webhook", "ignore")
 
 
 def hami_webhook_scope(view: TenantView, ctx: RenderContext) -> dict[str, str]:
-    """Namespace labels (tenants.render.NAMESPACE_LABEL_HOOKS): HAMi's webhook ignores tenants that may
+    """Namespace labels (the registry's `namespace_labels`): HAMi's webhook ignores tenants that may
     not use HAMi."""
     if policy.HAMI in config.of_view(view).allowed_modes:
         return {}
     return dict([HAMI_WEBHOOK_LABEL])
 
 
-@tenant_section("gpu-admission")
 def render_gpu_admission(view: TenantView, ctx: RenderContext) -> list[Manifest]:
     return [gpu_policy(view, config.of_view(view).allowed_modes)]

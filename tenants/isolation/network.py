@@ -12,7 +12,7 @@ from typing import Any
 
 from infra.manifests import Manifest
 
-from ..render import RenderContext, TenantView, metadata, platform_metadata, platform_section, tenant_section
+from ..render import RenderContext, TenantView, metadata, platform_metadata
 from . import config, egress
 
 NAMESPACE_KEY = "k8s:io.kubernetes.pod.namespace"
@@ -134,14 +134,12 @@ def world_egress(view: TenantView, iso: config.TenantIsolationView) -> list[Mani
     })]
 
 
-@tenant_section("network")
 def render_network(view: TenantView, ctx: RenderContext) -> list[Manifest]:
     settings, iso = config.of_ctx(ctx), config.of_view(view)
     return [isolation(view), dns(view), vcluster_api(view, settings), kube_apiserver(view),
             *oidc_issuer(view, settings), monitoring(view, settings), *world_egress(view, iso)]
 
 
-@platform_section("cilium-baseline")
 def render_baseline(ctx: RenderContext) -> list[Manifest]:
     settings = config.of_ctx(ctx)
     return [{

@@ -30,7 +30,7 @@ from typing import Any
 
 from infra.manifests import Manifest
 
-from ..render import RenderContext, TenantView, metadata, tenant_section
+from ..render import RenderContext, TenantView, metadata
 from . import config, policy
 
 POLICY_NAME = "gpufleet-node-isolation"
@@ -170,6 +170,5 @@ def node_isolation_policy(view: TenantView) -> Manifest:
     }
 
 
-@tenant_section("node-isolation")
 def render_node_isolation(view: TenantView, ctx: RenderContext) -> list[Manifest]:
     return [node_isolation_policy(view)]

@@ -8,7 +8,7 @@ from typing import Any
 from infra.manifests import Manifest, to_yaml_stream
 from infra.openbao import VCLUSTER_CA, TenantSecrets
 
-from ..render import RenderContext, TenantView, metadata, tenant_section
+from ..render import RenderContext, TenantView, metadata
 from . import config
 
 # Tenant role -> ClusterRole inside the virtual cluster (Kubernetes' default user-facing roles).
@@ -70,7 +70,6 @@ def rbac_manifests(view: TenantView, settings: config.IsolationSettings) -> list
 SERVING_CA_SECRET = "vcluster-certs"  # CertSecretName("vcluster"): our release is named `vcluster`
 
 
-@tenant_section("vcluster-serving-ca")
 def serving_ca_manifests(view: TenantView, ctx: RenderContext) -> list[Manifest]:
     """The ExternalSecret that seeds the vCluster's certificate Secret with the platform-issued CA from OpenBao.
 
@@ -139,7 +138,7 @@ def extend_values(view: TenantView, ctx: RenderContext, values: dict[str, Any]) 
         api_server = _child(values, "controlPlane", "distro", "k8s", "apiServer")
         api_server["extraArgs"] = [*api_server.get("extraArgs", []), *oidc_args(settings)]
     # This placement's own API name: the home's, or `<slug>-<cluster>` on another placement (config.server_url).
-    host = settings.server_host(view.slug, "" if view.extra.get("home", True) else view.extra.get("cluster", ""))
+    host = settings.server_host(view.slug, "" if view.home else view.cluster)
     if host:
         # The kubeconfig's server name must route to this vCluster and be in its serving certificate:
         # the chart's Ingress (ingress-nginx with SSL passthrough, so the vCluster terminates TLS itself)

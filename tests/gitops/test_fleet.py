@@ -8,12 +8,15 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from gpufleet.core import registry
 from infra.gitops import GitOpsBackend
 from infra.manifests import to_yaml_stream
 from scheduling import actions as sched
+from scheduling.inputs import load_tenant
 from tenants import reconcile
 from tenants.fleet import reconcile_fleet
 from tenants.isolation import actions as isolation_actions
+from tenants.isolation.config import tenant_extras
 from tenants.models import Phase, Tenant
 from tenants.render import RenderContext, render_tenant
 from tenants.tasks import reconcile_all
@@ -56,12 +59,18 @@ def test_batch_loaders_match_the_per_tenant_loaders(catalog, eager_tasks, gitops
     isolation_actions.set_tenant_isolation(standard, allowed_modes=["whole"], egress_cidrs=["10.1.0.0/16"])
     fresh = list(Tenant.objects.filter(pk__in=[t.pk for t in tenants]).order_by("pk"))
 
-    assert reconcile.VIEW_EXTRAS_MANY, "the scheduling and isolation batch loaders are registered"
+    loaders = {c.name: c.fn for c in registry.contributions("view_loader")}
+    assert {"scheduling", "isolation"} <= set(loaders), "the scheduling and isolation batch loaders are registered"
     views = reconcile.tenant_views(fresh)
     ctx = RenderContext.from_settings()
     for tenant in fresh:
-        one = reconcile.tenant_view(tenant)
+        one = reconcile.tenant_view(tenant)  # a batch of one
         assert views[tenant.pk] == one, tenant.slug
+        for name, load in loaders.items():  # every loader, outside tenant_views' shared rows too
+            assert load(fresh)[tenant.pk] == load([tenant])[tenant.pk] == getattr(one, name), (name, tenant.slug)
+        # The per-tenant loaders (their own queries, one tenant at a time) agree with the batch ones.
+        assert views[tenant.pk].scheduling == load_tenant(tenant)["scheduling"], tenant.slug
+        assert views[tenant.pk].isolation == tenant_extras(tenant)["isolation"], tenant.slug
         # Same values and the same order (dict order shows in YAML): byte-identical renders.
         assert to_yaml_stream(render_tenant(views[tenant.pk], ctx)) == to_yaml_stream(render_tenant(one, ctx))
 

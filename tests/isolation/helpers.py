@@ -10,17 +10,17 @@ from tenants.render import RenderContext, TenantView, render_tenant
 ISO = IsolationSettings(oidc_issuer="https://login.gpufleet.test", oidc_client_id="vcluster-test")
 
 
-def view(trust_level: str, slug: str | None = None, **extra: Any) -> TenantView:
+def view(trust_level: str, slug: str | None = None, **fields: Any) -> TenantView:
     return TenantView(slug=slug or f"t-{trust_level}", display_name="x", trust_level=trust_level,
-                      phase="ready", generation=1, extra=extra)
+                      phase="ready", generation=1, **fields)
 
 
 def ctx() -> RenderContext:
     return RenderContext(extra={"isolation": ISO})
 
 
-def rendered(trust_level: str, **extra: Any) -> list[dict[str, Any]]:
-    return render_tenant(view(trust_level, **extra), ctx())
+def rendered(trust_level: str, **fields: Any) -> list[dict[str, Any]]:
+    return render_tenant(view(trust_level, **fields), ctx())
 
 
 def find(manifests: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:

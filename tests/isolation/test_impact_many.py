@@ -51,12 +51,13 @@ def test_a_prepared_condition_is_used_only_for_the_row_it_was_computed_from(gito
     tenant.refresh_from_db()
     marker = {"type": impact.CONDITION, "status": "True", "reason": "FromTheBatch", "message": "prepared",
               "lastTransitionTime": "2026-03-01T12:00:00+00:00"}
-    current = reconcile.Prepared(tenant.generation, tenant.trust_level, {impact.gpu_modes_condition: marker})
-    reconcile.reconcile_tenant(tenant.pk, prepared=current)
+    provider = impact.gpu_modes_conditions_many  # the registry's `condition` contribution
+    current = reconcile.Prepared(tenant.generation, tenant.trust_level, {provider: marker})
+    reconcile.reconcile_tenant(tenant.pk, hints=reconcile.ReconcileHints(prepared=current))
     tenant.refresh_from_db()
     assert tenant.condition(impact.CONDITION)["reason"] == "FromTheBatch"
     # The row moved on (a spec change bumps the generation): the prepared condition is stale, not used.
-    stale = reconcile.Prepared(tenant.generation - 1, tenant.trust_level, {impact.gpu_modes_condition: marker})
-    reconcile.reconcile_tenant(tenant.pk, prepared=stale)
+    stale = reconcile.Prepared(tenant.generation - 1, tenant.trust_level, {provider: marker})
+    reconcile.reconcile_tenant(tenant.pk, hints=reconcile.ReconcileHints(prepared=stale))
     tenant.refresh_from_db()
     assert tenant.condition(impact.CONDITION)["reason"] == "AllAllowed"

@@ -12,6 +12,8 @@ import pytest
 import yaml
 from django.core.management import CommandError, call_command
 
+from gpufleet.core import registry
+from gpufleet.core.registry import Contribution
 from tenants.isolation import kubeconfig
 from tenants.models import Phase
 from tests.support import factories
@@ -75,11 +77,10 @@ def test_ca_comes_from_a_provider_or_the_configured_bundle(tmp_path: Path, setti
     doc = yaml.safe_load(kubeconfig.kubeconfig_yaml(tenant))
     assert base64.b64decode(doc["clusters"][0]["cluster"]["certificate-authority-data"]).decode() == bundle.read_text()
     per_vcluster = "-----BEGIN CERTIFICATE-----\nvcluster-acme\n-----END CERTIFICATE-----\n"
-    kubeconfig.CA_PROVIDERS.append(lambda t: per_vcluster if t.slug == "acme" else None)
-    try:
+    # After the platform-issued CA (order 100), which has none here.
+    with registry.extended(Contribution("kubeconfig_ca", lambda t: per_vcluster if t.slug == "acme" else None,
+                                        order=200)):
         doc = yaml.safe_load(kubeconfig.kubeconfig_yaml(tenant))
-    finally:
-        kubeconfig.CA_PROVIDERS.pop()
     assert base64.b64decode(doc["clusters"][0]["cluster"]["certificate-authority-data"]).decode() == per_vcluster
 
 

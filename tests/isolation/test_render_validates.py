@@ -9,11 +9,11 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from gpufleet.core import registry as contributors
 from infra.schemas import SchemaRegistry
 from tenants.isolation import network, nodes
 from tenants.isolation.config import TenantIsolationView
 from tenants.isolation.policy import DEDICATED_POOL_LABEL
-from tenants.render import _PLATFORM_SECTIONS
 from tests.support.services import need_reference
 
 from .helpers import ctx, find, rendered
@@ -41,7 +41,8 @@ def test_everything_validates(registry: SchemaRegistry, level: str) -> None:
 
 
 def test_platform_baseline_validates(registry: SchemaRegistry) -> None:
-    baseline = [m for name, fn in _PLATFORM_SECTIONS if name == "cilium-baseline" for m in fn(ctx())]
+    baseline = [m for c in contributors.contributions("platform_section") if c.name == "cilium-baseline"
+                for m in c.fn(ctx())]
     assert [m["kind"] for m in baseline] == ["CiliumClusterwideNetworkPolicy"]
     assert registry.validate(baseline) == []
     assert baseline[0]["metadata"]["labels"]["gpufleet.io/owner"] == "platform"

@@ -118,7 +118,7 @@ def view(slug: str, catalog: Catalog, name: str = "", **changes: Any) -> TenantV
     sched = TenantScheduling(allowed_modes=None, cohort="gpufleet", priority_class=PRIORITY[slug],
                              quotas=QUOTAS[slug])
     base = TenantView(slug=name, display_name=name.title(), trust_level=level, phase="ready", generation=1,
-                      extra={"scheduling": sched, "isolation": TenantIsolationView.defaults(level, name)})
+                      scheduling=sched, isolation=TenantIsolationView.defaults(level, name))
     return replace(base, **changes) if changes else base
 
 

@@ -174,8 +174,8 @@ def test_the_platforms_vllm_endpoint_pods_pass(fleet, slug) -> None:
     scheduling.endpoints) passes the tenant's policies: its env names no device, its toleration is its own."""
     ctx = context()
     base = view(slug, ctx.extra["scheduling"])
-    sched = replace(base.extra["scheduling"], endpoints=(_endpoint(),))
-    fleet.tenants[slug] = render_tenant(replace(base, extra={**base.extra, "scheduling": sched}), ctx)
+    sched = replace(base.scheduling, endpoints=(_endpoint(),))
+    fleet.tenants[slug] = render_tenant(replace(base, scheduling=sched), ctx)
     (deployment,) = fleet.objects("Deployment", NS[slug])
     template = deployment["spec"]["template"]
     pod = vcluster_sync.api_defaults({"apiVersion": "v1", "kind": "Pod", "spec": copy.deepcopy(template["spec"]),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import pytest
 
 from infra.errors import TransientError
@@ -56,8 +58,8 @@ def test_crash_mid_teardown_resumes_where_it_stopped(
             real[name](t)
         return step
 
-    for name in real:
-        monkeypatch.setitem(teardown.STEPS, name, tracking(name, crash=name == "prune-policies-and-queues"))
+    monkeypatch.setattr(teardown, "STEPS", MappingProxyType(
+        {name: tracking(name, crash=name == "prune-policies-and-queues") for name in real}))
 
     with pytest.raises(RuntimeError, match="worker killed"):
         reconcile.reconcile_tenant(tenant.pk, backend=kube_backend)

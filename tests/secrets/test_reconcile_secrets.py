@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import pytest
 
 from infra.openbao import OpenBao
@@ -54,7 +56,7 @@ def test_provisioned_with_the_tenant_and_revoked_on_delete(openbao: OpenBao, mon
     def crash(t: teardown.Teardown) -> None:
         raise RuntimeError("worker killed")
 
-    monkeypatch.setitem(teardown.STEPS, "revoke-secrets", crash)
+    monkeypatch.setattr(teardown, "STEPS", MappingProxyType({**teardown.STEPS, "revoke-secrets": crash}))
     with pytest.raises(RuntimeError):
         reconcile.reconcile_tenant(tenant.pk)
     tenant.refresh_from_db()
@@ -62,7 +64,7 @@ def test_provisioned_with_the_tenant_and_revoked_on_delete(openbao: OpenBao, mon
     assert tenant.condition("Deprovisioning")["step"] == "prune-all"
     assert openbao.tenant_status("vaulted")["policy"] is True
 
-    monkeypatch.setitem(teardown.STEPS, "revoke-secrets", real)
+    monkeypatch.setattr(teardown, "STEPS", MappingProxyType({**teardown.STEPS, "revoke-secrets": real}))
     assert reconcile.reconcile_tenant(tenant.pk).phase == Phase.DELETED
     assert openbao.tenant_status("vaulted") == {"policy": False, "role": False, "data": False}
     tenant.refresh_from_db()

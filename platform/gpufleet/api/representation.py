@@ -36,6 +36,7 @@ import threading
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from operator import attrgetter
+from types import MappingProxyType
 from typing import Any
 
 from django.conf import settings
@@ -50,11 +51,11 @@ from rest_framework.serializers import BaseSerializer, ListSerializer
 from rest_framework.settings import api_settings
 
 # Exact classes only: a subclass may override to_representation.
-_DIRECT: dict[type, Callable[[Any], Any] | None] = {
+_DIRECT: Mapping[type, Callable[[Any], Any] | None] = MappingProxyType({
     f.CharField: str,
     f.IntegerField: int,
     f.JSONField: None,  # non-binary: the value itself (checked below)
-}
+})
 
 
 def _datetime(field: f.DateTimeField) -> Callable[[Any], Any]:

@@ -9,8 +9,8 @@ from django.db import transaction
 from gpufleet.accounts.roles import PLATFORM_ADMIN, set_platform_roles
 from gpufleet.audit.context import acting
 from gpufleet.command import GpufleetCommand
+from gpufleet.core import registry
 from tenants import actions
-from tenants.demo import SEEDERS
 from tenants.models import Membership, Tenant
 
 DEMO_PASSWORD = "gpufleet-demo"
@@ -57,7 +57,8 @@ class Command(GpufleetCommand):
                 if approved and tenant.phase == "requested":
                     actions.approve(tenant)
                 tenants[slug] = tenant
-            for seed in SEEDERS:  # the other apps' parts of the demo fleet (catalog, quotas, prices)
+            # The other apps' parts of the demo fleet (catalog, quotas, prices): the `demo_seeder` contributions.
+            for seed in registry.functions("demo_seeder"):
                 seed(users, tenants)
         self.stdout.write(
             f"Demo data ready. Sign in at {url.rstrip('/')}/login/ as "
