@@ -47,7 +47,3 @@ def current(connection: Any) -> int | None:
 
 forget_checks = dataversion.forget_checks
 
-
-def after_migrate(**_: Any) -> None:
-    """Nothing: the migrations install the triggers now. Kept only while scheduling/apps.py still connects
-    it to post_migrate (that line goes with the registry rework of apps.py)."""
