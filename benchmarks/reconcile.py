@@ -164,7 +164,7 @@ CLUSTER_PURPOSES = ("training", "inference", "dev")
 def _clusters(count: int, n: int, flavors: list) -> list:
     """`default` plus count-1 more host clusters; each flavor's capacity split evenly among them."""
     from scheduling import actions as sched
-    from scheduling import placement_actions as placing
+    from scheduling.clusters import placement_actions as placing
     from scheduling.models import Cluster
 
     clusters = [Cluster.objects.get(name="default")]
@@ -371,8 +371,8 @@ def main() -> int:
         from django.db import connection, reset_queries
 
         from scheduling import actions as sched
+        from scheduling.clusters.sync import sync_fleet
         from scheduling.models import Flavor, Placement
-        from scheduling.sync import sync_fleet
         from tenants import actions
         from tenants.models import Tenant
         from tenants.tasks import reconcile_all

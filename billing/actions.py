@@ -24,8 +24,8 @@ from django.db.models.functions import TruncDay
 from gpufleet import clock
 from gpufleet.audit.record import record, record_many
 from gpufleet.core import conf, pgcopy
+from gpufleet.core.errors import ActionError, Conflict
 from scheduling.models import DEFAULT_CLUSTER, Cluster, Flavor, Placement, default_cluster_id
-from tenants.errors import ActionError, Conflict
 from tenants.models import Tenant
 
 from . import invoicing

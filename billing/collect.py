@@ -15,9 +15,9 @@ from datetime import UTC, datetime, timedelta
 
 from gpufleet import clock, gcpause
 from gpufleet.core import conf, metrics
+from gpufleet.core.errors import ActionError
 from infra.metrics import MetricsClient
 from scheduling.models import Cluster, Flavor, default_cluster_id
-from tenants.errors import ActionError
 
 from . import actions
 from .metering import usage as metering

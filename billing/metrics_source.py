@@ -57,7 +57,7 @@ def probe(url: str) -> str:
 
 def forget() -> None:
     """Drop remembered probes of the configured sources (tests, and after an admin changes a URL)."""
-    from scheduling.models_clusters import Cluster
+    from scheduling.clusters.models import Cluster
 
     urls = {metrics.platform_url(), *Cluster.objects.values_list("metrics_url", flat=True)}
     cache.delete_many([_key(u) for u in urls if u])

@@ -13,8 +13,8 @@ from typing import Any
 from django.db import models
 from django.db.models import Q
 
+from gpufleet.core.errors import Conflict
 from scheduling.models import DEFAULT_CLUSTER_ID, Cluster, Flavor, default_cluster_id
-from tenants.errors import Conflict
 from tenants.models import Tenant
 
 SECONDS = {"max_digits": 20, "decimal_places": 3}

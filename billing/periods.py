@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from gpufleet.core import conf
-from tenants.errors import ActionError
+from gpufleet.core.errors import ActionError
 
 PERIOD = re.compile(r"(?P<year>[0-9]{4})-(?P<month>0[1-9]|1[0-2])")
 # Billing months the platform can represent: year 0 does not exist and 9999-12 has no next month to

@@ -14,9 +14,9 @@ from django.shortcuts import redirect, render
 from gpufleet import clock
 from gpufleet.accounts.roles import is_billing_admin
 from gpufleet.core import conf
+from gpufleet.core.errors import ActionError
+from scheduling.clusters.models import Cluster
 from scheduling.models import Flavor
-from scheduling.models_clusters import Cluster
-from tenants.errors import ActionError
 
 from . import actions
 from .forms import PriceForm

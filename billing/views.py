@@ -19,8 +19,8 @@ from django.views.decorators.http import require_POST
 
 from gpufleet import clock
 from gpufleet.accounts.roles import is_billing_admin
+from gpufleet.core.errors import ActionError, Conflict
 from infra.errors import PermanentError, TransientError
-from tenants.errors import ActionError, Conflict
 from tenants.models import Tenant
 
 from . import actions, charts, exports, opencost_source, reconciliation

@@ -17,11 +17,14 @@ from django.db.models import F, Sum
 from gpufleet import clock, k8s_names
 from gpufleet.audit.record import record
 from gpufleet.core import conf
+from gpufleet.core.errors import ActionError, Conflict
 from gpufleet.outbox import send as outbox
-from tenants.errors import ActionError, Conflict
+from scheduling.catalog import rules as catalog
+from scheduling.clusters.models import DEFAULT_CLUSTER, Cluster, ClusterFlavor, default_cluster_id
+from scheduling.nodepools import render as nodepools
 from tenants.models import FINAL_PHASES, LIVE_PHASES, Phase, Tenant
 
-from . import catalog, defaults, nodepools, validation
+from . import defaults, validation
 from .models import (
     Cohort,
     Flavor,
@@ -34,7 +37,6 @@ from .models import (
     SlaTier,
     TenantScheduling,
 )
-from .models_clusters import DEFAULT_CLUSTER, Cluster, ClusterFlavor, default_cluster_id
 from .render import REFUSED_METRICS
 
 Errors = dict[str, list[str]]
@@ -432,7 +434,7 @@ def quota_cluster(tenant: Tenant, cluster: Any, row: Flavor | None, nominal: int
     placement is where its trust level was checked), the flavor offered there, and the nominal quotas of every
     tenant on it fit its capacity (x overcommit, plus its node pools). `default` is a cluster like any other:
     the fleet-wide check in check_quota() does not stand in for its own (issue 27)."""
-    from .models_clusters import Placement
+    from scheduling.clusters.models import Placement
 
     if cluster in (None, ""):
         home = Placement.objects.filter(tenant=tenant, home=True).select_related("cluster").first()
@@ -479,7 +481,7 @@ def _kept(tenant: Tenant, flavor: Any, cluster: Any, borrowing_limit: Any,
     writer locks it first, so what is read here stays true until the write."""
     if borrowing_limit is not KEEP and lending_limit is not KEEP:
         return borrowing_limit, lending_limit
-    from .models_clusters import Placement
+    from scheduling.clusters.models import Placement
 
     current = Quota.objects.none()
     if isinstance(flavor, str):

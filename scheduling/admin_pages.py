@@ -10,13 +10,13 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from gpufleet.accounts.roles import is_platform_admin
-from tenants.errors import ActionError
+from gpufleet.core.errors import ActionError
+from scheduling.clusters.models import Cluster
 from tenants.models import Tenant, TrustLevel
 
 from . import actions
 from .forms import NodePoolForm, QuotaSetForm, add_action_errors
 from .models import Flavor, GpuNodePool, Quota
-from .models_clusters import Cluster
 from .policy import allowed_modes
 
 

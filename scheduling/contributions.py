@@ -7,9 +7,12 @@ isolation's own are 100-299 (tenants.contributions).
 from __future__ import annotations
 
 from gpufleet.core.registry import Contribution
+from scheduling.catalog import demo
+from scheduling.clusters import delivery, multikueue_render
+from scheduling.clusters.placement_actions import place_new_tenant
+from scheduling.endpoints import render as endpoints
 
-from . import delivery, demo, endpoints, inputs, inputs_many, multikueue_render, prerequisites, render
-from .placement_actions import place_new_tenant
+from . import inputs, inputs_many, prerequisites, render
 
 CONTRIBUTIONS: tuple[Contribution, ...] = (
     # Render inputs: the GPU catalog (platform-wide) and each tenant's quotas, endpoints and placements.

@@ -15,8 +15,9 @@ from typing import Any
 import yaml
 
 from infra.errors import InfraError
+from scheduling.catalog import rules as catalog
+from scheduling.nodepools import render as nodepools
 
-from . import catalog, nodepools
 from .inputs import Catalog
 from .prerequisites import (
     COMPONENTS,

@@ -11,8 +11,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from infra.manifests import installed_crds, ref
+from scheduling.clusters import sync_objects
 
-from . import doctor_review, sync_objects
+from . import doctor_review
 from .doctor import CRD_PATH, Finding, Read, _fail, _ok
 
 # API groups the platform does not install but renders objects of: they must be there before any tree is

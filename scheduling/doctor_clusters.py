@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from infra.errors import InfraError
+from scheduling.nodepools import render as nodepools
 
-from . import nodepools
 from .doctor import Finding, Read, _fail, _ok, check_crd
 from .inputs import ClusterSpec
 from .prerequisites import COMPONENTS, KARPENTER, VM_OPERATOR, cluster_prerequisites

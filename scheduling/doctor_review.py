@@ -1,8 +1,8 @@
 """`gpufleet doctor`: checks for the issue 26 review findings F8, F13 and F15 and review 2's N3 (docs/compatibility.md,
 "Review log").
 
-- F8: the Argo CD ApplicationSets order their three stages with `strategy: RollingSync` (scheduling.sync_objects),
-  which the ApplicationSet controller honours only with progressive syncs enabled.
+- F8: the Argo CD ApplicationSets order their three stages with `strategy: RollingSync`
+  (scheduling.clusters.sync_objects), which the ApplicationSet controller honours only with progressive syncs enabled.
 - F13: the vCluster control planes (and the synced CoreDNS) of tenants without dedicated nodes run on whatever
   untainted node the cluster has: the platform renders no NodePool for them.
 - F15: the mutating webhooks run in the order of their configurations' names; HAMi's must come after Kyverno's.
@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from scheduling.clusters.sync_objects import PROGRESSIVE_SYNCS_CONFIGMAP, PROGRESSIVE_SYNCS_KEY
+
 from .doctor import CRD_PATH, HAMI_WEBHOOK, Finding, Read, _fail, _ok
-from .sync_objects import PROGRESSIVE_SYNCS_CONFIGMAP, PROGRESSIVE_SYNCS_KEY
 
 APPLICATIONSET_CRD = "applicationsets.argoproj.io"
 # argoproj/argo-cd@v3.5.1: the flag, and the environment variable the stock manifest fills from the ConfigMap key

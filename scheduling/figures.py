@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from django.db.models import Sum
 from django.db.models.functions import Coalesce
 
+from scheduling.catalog import rules as catalog
 from tenants.models import Tenant
 
-from . import catalog
 from .actions import RELEASED_PHASES
 from .models import Flavor, Quota
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
-from tenants.errors import ActionError
+from gpufleet.core.errors import ActionError
 
 from .defaults import SLA_TIERS
 

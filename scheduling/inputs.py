@@ -11,8 +11,9 @@ from decimal import Decimal
 from typing import Any
 
 from gpufleet.core import conf, sharing
+from scheduling.catalog import revision as catalog_revision
+from scheduling.catalog import rules as catalog
 
-from . import catalog, catalog_revision
 from .defaults import DEFAULT_PRIORITY_CLASS, PRIORITY_CLASSES
 
 
@@ -103,7 +104,8 @@ class Catalog:
     # The serving image of platform-owned inference Deployments (scheduling.endpoints).
     vllm_image: str = "vllm/vllm-openai:v0.33.0"
     # The CPU NodePool each dedicated (untrusted) tenant gets for its pods without GPUs -- its CoreDNS first
-    # (issue 26, B4): instance types, node class and the pool's cpu limit (scheduling.nodepools.dedicated_cpu_pool).
+    # (issue 26, B4): instance types, node class and the pool's cpu limit
+    # (scheduling.nodepools.render.dedicated_cpu_pool).
     cpu_instance_types: tuple[str, ...] = ("m7i.large", "m7i.xlarge", "m7i.2xlarge")
     cpu_node_class: str = "default"
     cpu_pool_limit: int = 16
@@ -222,11 +224,11 @@ def flavor_spec(flavor: Any) -> FlavorSpec:
 def load_catalog() -> dict[str, Any]:
     """The platform-wide catalog (`render_context`): flavors, cohorts, priority classes, node pools, and each
     host cluster's own catalog. What comes from the catalog's tables is built once per process and reused
-    while their database-kept token stays the same (scheduling.catalog_revision): one query per event
+    while their database-kept token stays the same (scheduling.catalog.revision): one query per event
     instead of six. The clusters are read every time (their status columns change on every apply)."""
     from django.db import connection
 
-    from .models_clusters import Cluster
+    from scheduling.clusters.models import Cluster
 
     token = catalog_revision.current(connection)
     carried = _catalog_settings()
@@ -275,8 +277,9 @@ def _build_catalog(carried: dict[str, Any]) -> tuple[Catalog, dict[int, FlavorSp
                                                     list[tuple[int, int, int]]]:
     """Read the catalog's tables (`catalog_revision.TABLES`; the token is read before, so what is built here
     is at least as new as the token it is kept under)."""
+    from scheduling.clusters.models import ClusterFlavor
+
     from .models import Cohort, Flavor, GpuNodePool, PriorityClass
-    from .models_clusters import ClusterFlavor
 
     flavors = {f.pk: flavor_spec(f) for f in Flavor.objects.select_related("gpu_model")}
     pools = list(GpuNodePool.objects.all())
@@ -308,7 +311,7 @@ def load_clusters(global_catalog: Catalog, flavors: dict[int, FlavorSpec], pools
     for it; `default` also offers every flavor no cluster has a row for, and its capacity there is the fleet
     total minus the other clusters' (Flavor.capacity is the sum, kept in step by the actions) -- so an upgraded
     single-cluster installation renders exactly what it did."""
-    from .models_clusters import DEFAULT_CLUSTER
+    from scheduling.clusters.models import DEFAULT_CLUSTER
 
     if not clusters:  # a flushed database (tests): everything is on `default`
         return (ClusterSpec(DEFAULT_CLUSTER, f"clusters/{DEFAULT_CLUSTER}", catalog=global_catalog),)
@@ -349,9 +352,10 @@ def load_tenant(tenant: Any) -> dict[str, TenantScheduling]:
     """One tenant's scheduling inputs, a constant number of queries whatever the number of quotas or
     endpoints (three of ours plus the isolation policy's). The registered loader is the batch one
     (inputs_many.scheduling_many); tests/gitops/test_fleet.py checks it gives what this gives."""
+    from scheduling.clusters.models import Placement
+
     from .models import InferenceEndpoint, Quota
     from .models import TenantScheduling as Settings
-    from .models_clusters import Placement
     from .policy import allowed_modes
 
     row = Settings.objects.select_related("cohort", "priority_class").filter(tenant_id=tenant.pk).first()
@@ -372,8 +376,8 @@ def load_tenant(tenant: Any) -> dict[str, TenantScheduling]:
 
 def placement_rows(rows: Any) -> tuple[tuple[tuple[str, bool], ...], tuple[str, ...]]:
     """((cluster, home) pairs, home first then by name, clusters being left); none recorded: home on
-    `default`. A placement being removed carries the `Removing` condition (scheduling.placement_actions)."""
-    from .models_clusters import DEFAULT_CLUSTER
+    `default`. A placement being removed carries the `Removing` condition (scheduling.clusters.placement_actions)."""
+    from scheduling.clusters.models import DEFAULT_CLUSTER
 
     active, leaving = [], []
     for cluster, home, conditions in rows:

@@ -11,16 +11,16 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from gpufleet.accounts.roles import is_platform_admin
-from tenants.errors import ActionError
+from gpufleet.core.errors import ActionError
+from scheduling.clusters.models import Placement
+from scheduling.quotas.preview import preview
 from tenants.models import Tenant, can_manage
 
 from . import actions, defaults
 from .figures import flavor_figures
 from .forms import EndpointForm, QuotaRequestForm, ReviewForm, add_action_errors, limit_or_keep
 from .models import Flavor, GpuNodePool, InferenceEndpoint, Quota, QuotaChangeRequest, SlaTier
-from .models_clusters import Placement
 from .policy import allowed_modes
-from .preview import preview
 
 
 def _tenant(request: HttpRequest, slug: str) -> Tenant:

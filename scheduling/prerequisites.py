@@ -15,9 +15,9 @@ from typing import Any
 
 from gpufleet.core import sharing
 from infra.manifests import INSTALLS_CRDS, TENANT_LABEL, Manifest, to_yaml
+from scheduling.nodepools import render as nodepools
 from tenants.render import RenderContext, platform_metadata
 
-from . import nodepools
 from .inputs import Catalog
 
 HELM = "helm.toolkit.fluxcd.io/v2"
@@ -209,7 +209,7 @@ def values_of(component: Component, cat: Catalog) -> dict[str, Any]:
             # daemonsetnvidia.yaml:257-262). The chart's defaults, `gpu: "on"` and none
             # (charts/hami/values.yaml:419-421), matched no node of ours and tolerated no GPU taint, so no
             # node ever offered a HAMi share (issue 26, B5). Helm merges maps key by key, so the default key
-            # stays: our HAMi pools carry both labels (scheduling.nodepools.HAMI_NODE_LABELS).
+            # stays: our HAMi pools carry both labels (scheduling.nodepools.render.HAMI_NODE_LABELS).
             "devicePlugin": {"nvidiaNodeSelector": dict(nodepools.HAMI_NODE_SELECTOR),
                              "tolerations": nodepools.hami_device_plugin_tolerations(cat)},
         }

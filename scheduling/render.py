@@ -19,6 +19,8 @@ from typing import Any
 
 from gpufleet.core import sharing
 from infra.manifests import Manifest
+from scheduling.endpoints import render as endpoints
+from scheduling.nodepools import render as nodepools
 from tenants import syncer_gates
 from tenants.isolation.config import of_view
 from tenants.render import (
@@ -28,7 +30,7 @@ from tenants.render import (
     platform_metadata,
 )
 
-from . import endpoints, nodepools, routing
+from . import routing
 from .defaults import PRIORITY_CLASSES
 from .inputs import Catalog, EndpointSpec, FlavorSpec, QuotaSpec, TenantScheduling, scheduling_of
 from .policy import modes_of_view
@@ -96,7 +98,7 @@ def resource_flavor(flavor: FlavorSpec, cat: Catalog) -> Manifest:
     # topology request "supports only TopologyAwareScheduling", with one "gpufleet-host does not support
     # TopologyAwareScheduling" (kubernetes-sigs/kueue@v0.19.2:pkg/scheduler/flavorassigner/
     # tas_flavorassigner.go:166-200) -- and TAS places pods only on nodes that exist (no Karpenter scale-up,
-    # tas_flavorassigner.go:104-108). scheduling.nodepools.kueue_tas_refusal says why for each flavor.
+    # tas_flavorassigner.go:104-108). scheduling.nodepools.render.kueue_tas_refusal says why for each flavor.
     return {
         "apiVersion": KUEUE,
         "kind": "ResourceFlavor",

@@ -19,9 +19,8 @@ from typing import Any
 
 from gpufleet.core import sharing
 from infra.manifests import Manifest
+from scheduling.nodepools.render import MODE_LABEL
 from tenants.render import TenantView, metadata
-
-from .nodepools import MODE_LABEL
 
 ROUTING_POLICY = "gpufleet-gpu-routing"
 PRIORITY_POLICY = "gpufleet-priority-classes"

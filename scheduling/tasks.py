@@ -23,7 +23,7 @@ def _gitops() -> bool:
 @shared_task(name="scheduling.propose_quota_branch", acks_late=True, **task_retry.ON_DATABASE_ERRORS)
 def propose_quota_branch(request_id: int) -> str:
     """GitOps: (re)write branch quota/<id> with the tenant's objects as the change would make them."""
-    from . import proposals
+    from scheduling.quotas import proposals
 
     with acting(task="scheduling.propose_quota_branch", user_id=None, token_id=None):
         request = QuotaChangeRequest.objects.select_related("tenant", "flavor").filter(pk=request_id).first()
@@ -39,9 +39,8 @@ def propose_quota_branch(request_id: int) -> str:
 @shared_task(name="scheduling.merge_quota_branch", acks_late=True, **task_retry.ON_DATABASE_ERRORS)
 def merge_quota_branch(request_id: int) -> str:
     """Approved: GitOps merges the proposal (one commit on main); then the tenant is reconciled."""
+    from scheduling.quotas import proposals
     from tenants.tasks import reconcile_tenant
-
-    from . import proposals
 
     with acting(task="scheduling.merge_quota_branch", user_id=None, token_id=None):
         request = QuotaChangeRequest.objects.select_related("tenant", "flavor").filter(pk=request_id).first()
@@ -60,7 +59,7 @@ def merge_quota_branch(request_id: int) -> str:
 
 @shared_task(name="scheduling.discard_quota_branch", acks_late=True, **task_retry.ON_DATABASE_ERRORS)
 def discard_quota_branch(request_id: int) -> str:
-    from . import proposals
+    from scheduling.quotas import proposals
 
     with acting(task="scheduling.discard_quota_branch", user_id=None, token_id=None):
         request = QuotaChangeRequest.objects.filter(pk=request_id).first()
@@ -75,9 +74,9 @@ def simulate_quota_request(request_id: int) -> str:
     from django.db import transaction
 
     from gpufleet import clock
+    from scheduling.simulation.quota import simulate_request
 
     from .models import QuotaSimulation
-    from .quota_simulation import simulate_request
 
     sim = QuotaSimulation.objects.select_related("request__tenant", "request__flavor").filter(
         request_id=request_id).first()
@@ -123,7 +122,7 @@ def run_simulation(run_id: int) -> str:
         return "nothing to do"
     try:
         if run.endpoint_id:
-            from .autoscaling_plan import build_plan
+            from scheduling.simulation.autoscaling_plan import build_plan
 
             result = build_plan(run.endpoint, days=run.days or 2.0, seed=run.seed, traffic=None,
                                 gpus_per_replica=1, rps_per_replica=2.0)

@@ -1,7 +1,11 @@
 from django.urls import path
 from django.views.generic import RedirectView
 
-from . import admin_pages, cluster_pages, pages, pending_pages, simulate_pages
+from scheduling.fleetops import cluster_pages
+from scheduling.pending import pages as pending_pages
+from scheduling.simulation import pages as simulate_pages
+
+from . import admin_pages, pages
 from .nodehealth import pages as nodehealth_pages
 
 app_name = "scheduling"

@@ -13,9 +13,9 @@ from django.db import IntegrityError, transaction
 from gpufleet import clock
 from gpufleet.audit.record import record
 from gpufleet.core import registry
+from gpufleet.core.errors import ActionError, Conflict, Forbidden
 from gpufleet.outbox import send as outbox
 
-from .errors import ActionError, Conflict, Forbidden
 from .models import FINAL_PHASES, Membership, Phase, Tenant, TrustLevel
 from .slugs import slug_errors
 

@@ -1,6 +1,6 @@
 """Fleet-wide reconcile: every live tenant in one pass, cheap when nothing changed.
 
-`reconcile_all` (beat) and the fleet sync (scheduling.sync) run this instead of one task per
+`reconcile_all` (beat) and the fleet sync (scheduling.clusters.sync) run this instead of one task per
 tenant. For each live tenant it renders the desired state (platform-wide inputs loaded once) and
 asks the backend, read-only and without git, whether applying would change anything. A tenant in
 a steady phase whose render equals what it last applied and whose files are intact is *clean*:

@@ -96,7 +96,7 @@ class TenantView:
     # The host cluster this view is narrowed to ('' = not narrowed) and whether it is the tenant's home.
     cluster: str = ""
     home: bool = True
-    # MultiKueue's role of this placement (scheduling.multikueue_render.Dispatch); None: the mode is off.
+    # MultiKueue's role of this placement (scheduling.clusters.multikueue_render.Dispatch); None: the mode is off.
     dispatch: Any = None
 
     @classmethod

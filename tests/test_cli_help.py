@@ -79,8 +79,8 @@ def billed(db, settings):
     from datetime import UTC, datetime
 
     from billing.models import UsageRecord
+    from scheduling.clusters.models import default_cluster_id
     from scheduling.models import Flavor
-    from scheduling.models_clusters import default_cluster_id
 
     settings.GPUFLEET_BILLING_CURRENCY = "USD"
     tenant = factories.tenant("acme", "standard", owner=factories.user("alice"))

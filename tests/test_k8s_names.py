@@ -7,9 +7,9 @@ import pytest
 
 from gpufleet import k8s_names
 from gpufleet.audit.models import AuditEvent
+from gpufleet.core.errors import ActionError
 from scheduling import actions
 from scheduling.models import Cohort, Flavor, GpuModel, GpuNodePool, InferenceEndpoint, SlaTier
-from tenants.errors import ActionError
 from tenants.models import Phase
 from tests.support import factories
 

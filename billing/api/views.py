@@ -23,8 +23,8 @@ from gpufleet.api.prefetch import attach_rows
 from gpufleet.api.representation import read_columns, row_lookups
 from gpufleet.api.serializers import no_body
 from gpufleet.api.viewsets import ScopedReadOnlyViewSet
+from gpufleet.core.errors import ActionError
 from infra.errors import PermanentError, TransientError
-from tenants.errors import ActionError
 from tenants.models import Tenant
 
 from .. import actions, exports, opencost_source, reconciliation

@@ -5,7 +5,7 @@ adding columns fires no trigger, so finalized invoices stay untouched). The usag
 their per-row FK triggers: its writer locks the referenced rows once per batch (see UsageRecord)."""
 
 import django.db.models.deletion
-import scheduling.models_clusters
+import scheduling.clusters.models
 from django.db import migrations, models
 
 
@@ -67,7 +67,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='usagerecord',
             name='cluster',
-            field=models.ForeignKey(db_constraint=False, db_default=1, db_index=False, default=scheduling.models_clusters.default_cluster_id, on_delete=django.db.models.deletion.PROTECT, related_name='usage_records', to='scheduling.cluster'),
+            field=models.ForeignKey(db_constraint=False, db_default=1, db_index=False, default=scheduling.clusters.models.default_cluster_id, on_delete=django.db.models.deletion.PROTECT, related_name='usage_records', to='scheduling.cluster'),
         ),
         migrations.AlterField(
             model_name='usagerecord',

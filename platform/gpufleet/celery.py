@@ -13,7 +13,7 @@ app = Celery("gpufleet")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 app.autodiscover_tasks(["scheduling"], related_name="sync")
-import gpufleet.observability.celery  # noqa: E402,F401 - connects the task-duration signals  # scheduling.sync_fleet lives in scheduling/sync.py
+import gpufleet.observability.celery  # noqa: E402,F401 - connects the task-duration signals  # scheduling.sync_fleet lives in scheduling/clusters/sync.py
 
 
 @app.on_after_finalize.connect
@@ -28,7 +28,7 @@ def _schedule_periodic(sender: Celery, **_: object) -> None:
     sender.add_periodic_task(
         float(conf.OUTBOX_RELAY_SECONDS), sender.signature("outbox.relay"), name="relay the task outbox"
     )
-    # Fleet sync (scheduling/sync.py): re-apply platform and tenants, repair and count drift, record a SyncRun.
+    # Fleet sync (scheduling/clusters/sync.py): re-apply platform and tenants, repair and count drift, record a SyncRun.
     sender.add_periodic_task(
         float(conf.SYNC_FLEET_SECONDS),
         sender.signature("scheduling.sync_fleet"),

@@ -3,10 +3,10 @@
 - clusters: every signed-in user reads the catalog of clusters (name, purpose, region, trust, status,
   flavors and capacity) and the placements of tenants they may see; delivery and monitoring references
   (kube_api, kubeconfig_secret, metrics_url, ...) are shown to platform admins only. Platform admins
-  register (POST) and change (PATCH, If-Match) clusters; rules live in scheduling.cluster_actions.
+  register (POST) and change (PATCH, If-Match) clusters; rules live in scheduling.clusters.actions.
 - placements: read-only, scoped to the caller's tenants; they change only through placement-requests
   (proposed by the tenant's owners/admins or a platform admin, approved or rejected by a platform admin).
-- queue: the one queue view (scheduling.queue_view) of the caller's tenants.
+- queue: the one queue view (scheduling.fleetops.queue_view) of the caller's tenants.
 """
 
 from __future__ import annotations
@@ -26,10 +26,12 @@ from gpufleet.accounts.roles import is_platform_admin
 from gpufleet.api.fields import NameField, Prose
 from gpufleet.api.serializers import StrictSerializer, documented
 from gpufleet.api.viewsets import AuditActorMixin, ScopedViewSetMixin
+from scheduling.clusters import actions as cluster_actions
+from scheduling.clusters import placement_actions
+from scheduling.clusters.models import Cluster, ClusterFlavor, Placement, PlacementChangeRequest
+from scheduling.fleetops import queue_view
 from tenants.models import Tenant
 
-from .. import cluster_actions, placement_actions, queue_view
-from ..models_clusters import Cluster, ClusterFlavor, Placement, PlacementChangeRequest
 from .serializers import NAME_SCHEMA, STRINGS_SCHEMA, ReviewSerializer
 from .views import TENANT_FILTER, TenantWriteMixin, by_tenant, require_manager, require_platform_admin, validated
 

@@ -19,11 +19,11 @@ from gpufleet.api.answercache import CachedReadsMixin
 from gpufleet.api.prefetch import as_rows
 from gpufleet.api.representation import row_lookups
 from gpufleet.api.viewsets import ScopedReadOnlyViewSet, ScopedViewSetMixin
+from scheduling.quotas.preview import preview
 from tenants.models import Tenant, can_manage
 
 from .. import actions
 from ..models import Cohort, Flavor, GpuNodePool, InferenceEndpoint, Quota, QuotaChangeRequest, TenantScheduling
-from ..preview import preview
 from . import serializers as s
 
 

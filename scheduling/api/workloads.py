@@ -14,10 +14,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from gpufleet.api.viewsets import AuditActorMixin
+from gpufleet.core.errors import ActionError
 from infra.errors import PermanentError, TransientError
-from tenants.errors import ActionError
+from scheduling.pending import sources as pending_sources
 
-from .. import pending_sources
 from .views import visible_tenant
 
 TENANT = OpenApiParameter("tenant", OpenApiTypes.STR, required=True, description="the tenant's slug")

@@ -10,9 +10,9 @@ from django.db import transaction
 
 from gpufleet import clock
 from gpufleet.audit.record import record
+from gpufleet.core.errors import ActionError
 from gpufleet.outbox import send as outbox
 from scheduling.models import InferenceEndpoint, SlaTier
-from tenants.errors import ActionError
 from tenants.models import Tenant
 
 from .models import FleetSettings, IdleNotice

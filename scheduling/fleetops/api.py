@@ -21,10 +21,10 @@ from gpufleet.accounts.roles import is_platform_admin
 from gpufleet.api.fields import NameField
 from gpufleet.api.serializers import StrictSerializer, documented
 from gpufleet.api.viewsets import AuditActor
+from gpufleet.core.errors import ActionError
 from gpufleet.instants import InstantError, parse_instant
 from infra.errors import PermanentError, TransientError
 from scheduling.models import InferenceEndpoint
-from tenants.errors import ActionError
 from tenants.models import Tenant
 
 from . import actions, service

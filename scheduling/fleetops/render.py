@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from scheduling.clusters.models import DEFAULT_CLUSTER
 from tenants.render import RenderContext, platform_metadata
 
-from ..models_clusters import DEFAULT_CLUSTER
 from .queues import SignalSettings, rule_object
 from .service import FLEETOPS_KEY
 

@@ -7,7 +7,7 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
-import scheduling.models_clusters
+import scheduling.clusters.models
 
 # Frozen: a migration must not change meaning when the code's constant does.
 DEFAULT = "default"
@@ -132,17 +132,17 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="gpunodepool",
             name="cluster",
-            field=models.ForeignKey(db_default=1, default=scheduling.models_clusters.default_cluster_id, on_delete=django.db.models.deletion.PROTECT, related_name="node_pools", to="scheduling.cluster"),
+            field=models.ForeignKey(db_default=1, default=scheduling.clusters.models.default_cluster_id, on_delete=django.db.models.deletion.PROTECT, related_name="node_pools", to="scheduling.cluster"),
         ),
         migrations.AddField(
             model_name="quota",
             name="cluster",
-            field=models.ForeignKey(db_default=1, default=scheduling.models_clusters.default_cluster_id, on_delete=django.db.models.deletion.PROTECT, related_name="quotas", to="scheduling.cluster"),
+            field=models.ForeignKey(db_default=1, default=scheduling.clusters.models.default_cluster_id, on_delete=django.db.models.deletion.PROTECT, related_name="quotas", to="scheduling.cluster"),
         ),
         migrations.AddField(
             model_name="quotachangerequest",
             name="cluster",
-            field=models.ForeignKey(db_default=1, default=scheduling.models_clusters.default_cluster_id, on_delete=django.db.models.deletion.PROTECT, related_name="+", to="scheduling.cluster"),
+            field=models.ForeignKey(db_default=1, default=scheduling.clusters.models.default_cluster_id, on_delete=django.db.models.deletion.PROTECT, related_name="+", to="scheduling.cluster"),
         ),
         migrations.RemoveConstraint(model_name="quota", name="quota_unique_tenant_flavor"),
         migrations.AddConstraint(

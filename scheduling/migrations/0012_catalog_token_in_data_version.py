@@ -12,14 +12,14 @@ from django.db import migrations
 
 
 def forwards(apps: Any, schema_editor: Any) -> None:
-    from scheduling import catalog_revision
+    from scheduling.catalog import revision as catalog_revision
 
     catalog_revision.install(schema_editor.connection)
 
 
 def backwards(apps: Any, schema_editor: Any) -> None:
     from gpufleet.api import dataversion
-    from scheduling import catalog_revision
+    from scheduling.catalog import revision as catalog_revision
 
     connection = schema_editor.connection
     dataversion.watch_scope(connection, catalog_revision.TABLES, None)  # plain data-version triggers again

@@ -8,7 +8,7 @@ from typing import Any
 from django.db import transaction
 
 from gpufleet.audit.record import record
-from tenants.errors import ActionError
+from gpufleet.core.errors import ActionError
 
 from .models import HealthRule, RemediationPolicy
 from .rules import RuleError, validate_rule

@@ -17,9 +17,9 @@ from gpufleet.accounts.roles import is_platform_admin
 from gpufleet.api.fields import Prose
 from gpufleet.api.serializers import StrictSerializer
 from gpufleet.api.viewsets import AuditActorMixin
+from gpufleet.core.errors import ActionError
 from gpufleet.instants import InstantError, parse_instant
 from infra.errors import PermanentError, TransientError
-from tenants.errors import ActionError
 
 from . import kube
 from .models import Remediation

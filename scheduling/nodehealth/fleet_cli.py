@@ -13,9 +13,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from billing.management.commands._billing_cli import parse_time
 from gpufleet.audit.context import acting
+from gpufleet.core.errors import ActionError
 from infra.errors import PermanentError, TransientError
 from scheduling.fleet_cli import Subcommand
-from tenants.errors import ActionError
 from tenants.management.commands._util import action_error, dumps
 
 from . import actions, kube

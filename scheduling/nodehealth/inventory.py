@@ -14,8 +14,8 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from gpufleet.core import sharing
+from scheduling.nodepools.render import FLAVOR_LABEL, POOL_LABEL
 
-from ..nodepools import FLAVOR_LABEL, POOL_LABEL
 from .classify import Reading
 from .models import Signal
 

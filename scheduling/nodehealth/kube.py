@@ -11,11 +11,11 @@ from gpufleet.core import metrics
 from infra.kube.backend import KubernetesBackend
 from infra.kube.nodes import ClusterOps
 from infra.metrics import MetricsClient
-from scheduling.placement import DEFAULT_CLUSTER
+from scheduling.clusters.placement import DEFAULT_CLUSTER
 from tenants.backends import kube_access
 
 if TYPE_CHECKING:
-    from scheduling.models_clusters import Cluster
+    from scheduling.clusters.models import Cluster
 
 # Node health's cluster: the platform's own (the one GPUFLEET_KUBECONFIG reaches).
 CLUSTER = DEFAULT_CLUSTER
@@ -27,7 +27,7 @@ def cluster_ops() -> ClusterOps:
 
 def cluster() -> Cluster | None:
     """The cluster node health looks after (None before any exists: the platform's source is read)."""
-    from scheduling.models_clusters import Cluster
+    from scheduling.clusters.models import Cluster
 
     return Cluster.objects.filter(name=CLUSTER).only("name", "metrics_url").first()
 

@@ -254,7 +254,7 @@ def uncordon(node: str, ops: ClusterOps, *, note: str = "") -> Remediation:
         rem = Remediation.objects.select_for_update().filter(node=node, finished__isnull=True).first()
         if rem is None:
             labels = (found.get("metadata") or {}).get("labels") or {}
-            from ..nodepools import FLAVOR_LABEL
+            from scheduling.nodepools.render import FLAVOR_LABEL
 
             rem = Remediation.objects.create(node=node, flavor=str(labels.get(FLAVOR_LABEL, "")),
                                              target_state="healthy", phase=Phase.CLOSED, dry_run=False,

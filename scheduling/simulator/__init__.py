@@ -2,7 +2,7 @@
 
 Pure: no Django, no I/O, no clock, no global random. `simulate(scenario, seed)` gives the same outputs,
 byte for byte, for the same scenario and seed. Adapters that read the platform's database live outside
-this package (`scheduling/simulator_inputs.py`). The model, its assumptions and its limits are in
+this package (`scheduling/simulation/inputs.py`). The model, its assumptions and its limits are in
 docs/simulator.md.
 """
 

@@ -13,7 +13,7 @@ register = template.Library()
 @register.inclusion_tag("scheduling/_placements.html")
 def tenant_placements(tenant: Any, with_requests: bool = True) -> dict[str, Any]:
     """One query for the placements (with their clusters); one more for open requests when asked."""
-    from scheduling.models_clusters import Placement, PlacementChangeRequest
+    from scheduling.clusters.models import Placement, PlacementChangeRequest
 
     requests = PlacementChangeRequest.objects.filter(
         tenant=tenant, state=PlacementChangeRequest.State.PENDING).select_related("cluster")

@@ -13,7 +13,7 @@ register = template.Library()
 
 @register.inclusion_tag("scheduling/_sync_status.html")
 def sync_status() -> dict[str, Any]:
-    from scheduling.sync import latest
+    from scheduling.clusters.sync import latest
 
     return {"sync_run": latest()}
 

@@ -19,9 +19,9 @@ from rest_framework.response import Response
 
 from gpufleet.accounts.roles import is_platform_admin
 from gpufleet.api.viewsets import ScopedViewSetMixin
+from gpufleet.core.errors import ActionError
 
 from .. import actions
-from ..errors import ActionError
 from ..models import Membership, Tenant, can_manage
 from .serializers import MemberSerializer, MemberUpdateSerializer, MemberWriteSerializer
 

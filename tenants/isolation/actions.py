@@ -11,9 +11,9 @@ from typing import Any
 from django.db import transaction
 
 from gpufleet.audit.record import record
+from gpufleet.core.errors import ActionError, Conflict
 from gpufleet.outbox import send as outbox
 
-from ..errors import ActionError, Conflict
 from ..models import FINAL_PHASES, Phase, Tenant, TrustLevel
 from . import egress, policy
 from .models import AllocationPolicy, TenantIsolation

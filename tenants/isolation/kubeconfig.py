@@ -28,9 +28,9 @@ from . import config
 
 
 def issued_ca(tenant: Any) -> str | None:
+    from gpufleet.core.errors import Conflict
     from infra.errors import InfraError
 
-    from ..errors import Conflict
     from ..secrets import vcluster_ca_cert
 
     try:
@@ -119,9 +119,9 @@ def ca_pem(tenant: Any) -> str | None:
 def kubeconfig_yaml(tenant: Any) -> str:
     from django.conf import settings
 
+    from gpufleet.core.errors import Conflict
     from infra.manifests import to_yaml
 
-    from ..errors import Conflict
     from ..models import Phase
 
     # No virtual cluster exists (yet, or any more): a kubeconfig would point at nothing.

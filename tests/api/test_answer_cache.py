@@ -144,8 +144,8 @@ def test_no_post_migrate_hook_installs_the_trigger() -> None:
 
 def test_a_catalog_change_moves_the_version_and_the_catalog_token_with_one_trigger() -> None:
     """One kind of trigger serves both caches: a catalog table's statement bumps the committed version and
-    redraws the catalog's token (scheduling.catalog_revision)."""
-    from scheduling import catalog_revision
+    redraws the catalog's token (scheduling.catalog.revision)."""
+    from scheduling.catalog import revision as catalog_revision
     from scheduling.models import Cohort
 
     with connection.cursor() as cursor:

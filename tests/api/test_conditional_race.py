@@ -17,7 +17,7 @@ from django.db import connections
 from rest_framework.test import APIClient
 
 from scheduling import actions as sched
-from scheduling import placement_actions
+from scheduling.clusters import placement_actions
 from tenants.models import Membership, Tenant
 from tests.support import factories
 

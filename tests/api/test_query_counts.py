@@ -27,6 +27,8 @@ from billing.models import Invoice, InvoiceLine, Price, UsageRecord
 from gpufleet import clock
 from gpufleet.accounts.models import ApiToken
 from scheduling import actions as sched
+from scheduling.clusters.models import Cluster, ClusterFlavor, Placement, PlacementChangeRequest
+from scheduling.clusters.sync_models import SyncRun
 from scheduling.models import (
     Cohort,
     Flavor,
@@ -37,8 +39,6 @@ from scheduling.models import (
     SlaTier,
     TenantScheduling,
 )
-from scheduling.models_clusters import Cluster, ClusterFlavor, Placement, PlacementChangeRequest
-from scheduling.models_sync import SyncRun
 from tenants.isolation.models import AllocationPolicy
 from tenants.models import Membership, Phase, Tenant
 from tests.support import factories

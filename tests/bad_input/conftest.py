@@ -15,7 +15,8 @@ from gpufleet.accounts.models import ApiToken
 from gpufleet.audit.models import AuditEvent
 from infra.gitops.git import Git
 from scheduling import actions as scheduling_actions
-from scheduling import cluster_actions, placement_actions
+from scheduling.clusters import actions as cluster_actions
+from scheduling.clusters import placement_actions
 from tenants.models import Membership, Phase
 from tests.support import factories
 

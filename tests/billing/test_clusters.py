@@ -24,8 +24,8 @@ from django.core.management import call_command
 
 from billing import actions, collect, exports, invoicing
 from billing.models import Invoice, UsageRecord
+from gpufleet.core.errors import ActionError
 from scheduling.models import Cluster, Flavor, GpuModel, Placement
-from tenants.errors import ActionError
 from tests.billing.helpers import catalog, hour, sample, tenants
 from tests.support import factories
 from tests.support.dcgm_series import Gpu, Hold, Timeline, lines

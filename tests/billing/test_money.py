@@ -11,7 +11,7 @@ from django.db import DatabaseError, connection, transaction
 from billing import actions
 from billing.models import FinalizedInvoiceError, Invoice, InvoiceLine, Price, UsageRecord
 from gpufleet.audit.models import AuditEvent
-from tenants.errors import ActionError
+from gpufleet.core.errors import ActionError
 from tests.billing.helpers import catalog, hour, hours, sample, tenants, usage
 
 pytestmark = pytest.mark.django_db

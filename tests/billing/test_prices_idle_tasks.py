@@ -9,7 +9,7 @@ import pytest
 
 from billing import actions, collect, tasks
 from billing.models import Invoice, Price
-from tenants.errors import ActionError
+from gpufleet.core.errors import ActionError
 from tenants.models import Tenant
 from tests.billing.helpers import catalog, hour, sample, tenants, usage
 

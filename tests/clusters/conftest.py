@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from scheduling import actions as sched
-from scheduling import placement_actions as placing
+from scheduling.clusters import placement_actions as placing
 from scheduling.models import Cluster, PlacementChangeRequest
 from tenants import actions as tenant_actions
 from tenants.models import Tenant

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from scheduling import actions, sync_objects
+from scheduling import actions
+from scheduling.clusters import sync_objects
 from tenants.models import Phase
 from tenants.reconcile import desired_manifests
 from tenants.render import RenderContext, render_platform

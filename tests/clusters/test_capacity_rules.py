@@ -33,7 +33,7 @@ def test_without_kueues_scrape_no_capacity_rule_is_rendered(three_clusters, sett
 def test_the_default_cluster_carries_them_when_it_hosts(db, settings) -> None:
     settings.GPUFLEET_PROMETHEUS_OPERATOR = True
     from scheduling import actions as sched
-    from scheduling import placement_actions as placing
+    from scheduling.clusters import placement_actions as placing
 
     model = sched.create_gpu_model("l4", "NVIDIA L4", 23034, "NVIDIA-L4")
     sched.create_flavor("l4", gpu_model=model.name, mode="whole")

@@ -11,13 +11,13 @@ from collections.abc import Iterator
 import pytest
 from kubernetes.client import ApiClient, Configuration
 
+from gpufleet.core.errors import ActionError
 from infra.errors import PermanentError, TransientError
 from infra.kube.backend import KubernetesBackend
 from infra.kube.clusters import PerClusterBackend, kubeconfig_path
-from scheduling import placement_actions as placing
+from scheduling.clusters import placement_actions as placing
 from scheduling.models import Cluster, Placement
 from tenants import reconcile
-from tenants.errors import ActionError
 from tenants.models import Phase, Tenant
 from tests.support.services import need_reference
 

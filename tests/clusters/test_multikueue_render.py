@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from infra.manifests import to_yaml_stream
-from scheduling import multikueue
+from scheduling.clusters import multikueue
 from tenants.backends import get_schema_registry
 from tenants.reconcile import tenant_view
 from tenants.render import RenderContext, render_placed

@@ -8,11 +8,11 @@ from collections import Counter
 import pytest
 
 from gpufleet.audit.models import AuditEvent
-from scheduling import placement
-from scheduling import placement_actions as placing
+from gpufleet.core.errors import ActionError
+from scheduling.clusters import placement
+from scheduling.clusters import placement_actions as placing
 from scheduling.models import Cluster, Placement, PlacementChangeRequest, Quota
 from tenants import actions as tenant_actions
-from tenants.errors import ActionError
 from tenants.models import Tenant
 from tests.support import factories
 

@@ -1,4 +1,4 @@
-"""A fleet pass records its chunk's placement status in bulk (`scheduling.delivery.placement_chunk`): the
+"""A fleet pass records its chunk's placement status in bulk (`scheduling.clusters.delivery.placement_chunk`): the
 rows are read once, each record costs no query, and the writes at the chunk's end leave exactly what the
 record-as-you-go path leaves."""
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from infra.errors import UnreachableError
-from scheduling import delivery
+from scheduling.clusters import delivery
 from scheduling.models import Placement
 from tenants.render import Placed
 

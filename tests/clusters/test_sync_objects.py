@@ -8,7 +8,7 @@ import yaml
 from django.core.management import call_command
 
 from infra.schemas import SchemaRegistry
-from scheduling import sync_objects
+from scheduling.clusters import sync_objects
 from tests.support.services import REFERENCE_DIR, need_reference
 
 TARGETS = [

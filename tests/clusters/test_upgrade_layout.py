@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from scheduling import actions as sched
-from scheduling import delivery
+from scheduling.clusters import delivery
 from tenants import actions as tenant_actions
 from tenants import fleet
 from tenants.fleet import reconcile_fleet

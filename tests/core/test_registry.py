@@ -96,7 +96,7 @@ def test_the_products_render_order_is_pinned() -> None:
     assert [f.__qualname__ for f in registry.functions("vcluster_values")] == [
         "extend_values", "replicate_services", "reserved_pools_values"]
     assert [f.__module__ for f in registry.functions("render_context")] == [
-        "tenants.isolation.config", "scheduling.inputs", "scheduling.multikueue_render"]
+        "tenants.isolation.config", "scheduling.inputs", "scheduling.clusters.multikueue_render"]
     assert [f.__qualname__ for f in registry.functions("demo_seeder")] == [
         "seed_catalog", "seed_clusters", "seed_billing"]
 
@@ -110,7 +110,7 @@ def test_extended_adds_for_the_block_only() -> None:
 
 
 def test_the_multikueue_wrap_is_chosen_by_the_registry() -> None:
-    from scheduling import delivery, multikueue_render
+    from scheduling.clusters import delivery, multikueue_render
 
     assert registry.one("placements") is delivery.placed_for_tenant
     assert registry.functions("placement_wrappers") == (multikueue_render.wrap,)

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from infra.errors import TransientError
+from scheduling.clusters.sync import sync_fleet
 from scheduling.models import SyncRun
-from scheduling.sync import sync_fleet
 from tenants import actions, reconcile
 from tenants.fleet import reconcile_fleet
 from tenants.models import Phase, Tenant

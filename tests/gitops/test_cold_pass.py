@@ -18,7 +18,7 @@ from infra.gitops.git import Git, _whole_folders
 from infra.manifests import Owner, ref
 from infra.schemas import Problem
 from scheduling import actions as sched
-from scheduling import placement_actions as placing
+from scheduling.clusters import placement_actions as placing
 from scheduling.models import Cluster, Placement
 from tenants import fleet, prerender, reconcile
 from tenants.backends import get_backend, get_schema_registry

@@ -21,8 +21,8 @@ import pytest
 from infra.errors import TransientError
 from infra.gitops import publish
 from infra.gitops.git import Git
+from scheduling.clusters.sync import sync_fleet
 from scheduling.models import SyncRun
-from scheduling.sync import sync_fleet
 from tenants import actions, reconcile
 from tenants.models import Phase
 from tests.support import factories

@@ -8,8 +8,8 @@ import pytest
 from django.template import Context, Template
 from rest_framework.test import APIClient
 
+from scheduling.clusters.sync import sync_fleet, sync_fleet_task
 from scheduling.models import SyncRun
-from scheduling.sync import sync_fleet, sync_fleet_task
 from tenants import actions, reconcile
 from tests.support import factories
 from tests.support.services import need_binary, need_reference

@@ -41,7 +41,7 @@ def test_they_sync_main_and_the_platform_and_tenants_folders() -> None:
 def test_the_examples_are_what_render_sync_prints() -> None:
     """The examples cannot drift from the code that prints them (three stages, B2)."""
     from infra.manifests import to_yaml_stream
-    from scheduling import sync_objects
+    from scheduling.clusters import sync_objects
 
     default = [sync_objects.SyncTarget("default", "clusters/default")]
     url = "ssh://git@git.example.com/platform/gpufleet-desired-state.git"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from django.core.management import call_command
 
+from gpufleet.core.errors import ActionError
 from tenants import actions as tenant_actions
 from tenants import reconcile
-from tenants.errors import ActionError
 from tenants.isolation import actions, impact, policy
 from tenants.isolation.models import AllocationPolicy, TenantIsolation
 from tenants.models import Phase, Tenant

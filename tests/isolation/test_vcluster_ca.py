@@ -202,7 +202,7 @@ def test_the_ca_is_issued_once_and_renewed_before_it_expires(openbao: OpenBao) -
 
 
 def test_openbao_down_is_a_clear_conflict_not_a_kubeconfig_without_its_ca(settings) -> None:
-    from tenants.errors import Conflict
+    from gpufleet.core.errors import Conflict
 
     settings.GPUFLEET_OPENBAO_ADDR = f"http://127.0.0.1:{free_port()}"  # nothing listens
     settings.GPUFLEET_OPENBAO_TOKEN = "t"
@@ -216,7 +216,7 @@ def test_every_placements_vcluster_gets_the_tenant_ca_and_its_context_verifies(o
     """A tenant on two clusters runs a vCluster on each (tenants.render.render_placed): each tree carries the
     ExternalSecret that seeds its vCluster's PKI Secret with the tenant's CA, and each context of the
     kubeconfig verifies the vCluster it names, signed for that placement's own host."""
-    from scheduling.models_clusters import Cluster, Placement
+    from scheduling.clusters.models import Cluster, Placement
     from tenants.isolation.kubeconfig import context_name
     from tenants.reconcile import tenant_view
     from tenants.render import RenderContext, render_placed
@@ -301,7 +301,7 @@ def test_without_the_openbao_ca_store_the_kubeconfig_is_refused_naming_the_setti
 
 def test_a_ca_not_issued_yet_is_refused_and_an_operator_bundle_is_accepted(openbao, settings, require_ca,
                                                                          tmp_path: Path) -> None:
-    from tenants.errors import Conflict
+    from gpufleet.core.errors import Conflict
 
     tenant = factories.tenant("ca-later", "standard", phase=Phase.READY)  # no reconcile yet: nothing issued
     with pytest.raises(Conflict, match="not issued yet: the tenant's next reconcile issues it"):

@@ -8,7 +8,7 @@ import copy
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from scheduling.catalog import default_weight
+from scheduling.catalog.rules import default_weight
 from scheduling.defaults import PRIORITY_CLASSES
 from scheduling.inputs import Catalog, FlavorSpec, NodePoolSpec, QuotaSpec, TenantScheduling
 from tenants.isolation.config import IsolationSettings, TenantIsolationView

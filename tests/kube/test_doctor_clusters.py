@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from scheduling import actions, cluster_actions
+from scheduling import actions
+from scheduling.clusters import actions as cluster_actions
 from scheduling.doctor_clusters import KARPENTER_DEFAULT_GATES, node_overlay_gate, parse_gates
 from tests.support.services import need_reference
 

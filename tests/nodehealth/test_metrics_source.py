@@ -8,7 +8,7 @@ from django.core.cache import cache
 
 from billing import metrics_source
 from infra.kube.nodes import ClusterOps
-from scheduling.models_clusters import Cluster
+from scheduling.clusters.models import Cluster
 from scheduling.nodehealth import kube as nodehealth_kube
 from scheduling.nodehealth.summary import health_summary
 from tests.support.services import free_port

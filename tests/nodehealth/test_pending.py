@@ -14,7 +14,8 @@ import yaml
 from django.core.management import call_command
 
 from infra.kube.nodes import ClusterOps
-from scheduling import actions, pending_sources
+from scheduling import actions
+from scheduling.pending import sources as pending_sources
 from scheduling.render import cluster_queue_name
 from tenants.models import Phase
 from tests.support import factories

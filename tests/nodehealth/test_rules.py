@@ -9,11 +9,11 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from gpufleet.audit.models import AuditEvent
+from gpufleet.core.errors import ActionError
 from scheduling.nodehealth.actions import set_policy, set_rule
 from scheduling.nodehealth.classify import Reading, classify
 from scheduling.nodehealth.models import HealthRule, RemediationPolicy
 from scheduling.nodehealth.rules import DEFAULT_RULES, active_rules
-from tenants.errors import ActionError
 
 pytestmark = pytest.mark.django_db
 

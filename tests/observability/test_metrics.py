@@ -15,7 +15,7 @@ from billing.models import UsageCollection
 from gpufleet import clock
 from gpufleet.audit.context import acting
 from gpufleet.observability.logs import JsonFormatter
-from scheduling.sync import sync_fleet
+from scheduling.clusters.sync import sync_fleet
 from tenants import actions, reconcile
 from tests.support import factories
 from tests.support.services import need_binary, need_reference

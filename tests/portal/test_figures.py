@@ -14,7 +14,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from scheduling.models_clusters import Cluster
+from scheduling.clusters.models import Cluster
 from tests.portal.test_metrics_down import fleet  # noqa: F401  (the demo fleet, one user per role)
 from tests.support.clock import MID_NOVEMBER_2026, pinned
 

@@ -45,7 +45,7 @@ def _closed_port() -> int:
 @pytest.fixture
 def fleet(eager_tasks, gitops_repo, settings, monkeypatch) -> Iterator[str]:
     """The demo fleet, one user per role, and every metrics source pointing at a closed port."""
-    from scheduling.models_clusters import Cluster
+    from scheduling.clusters.models import Cluster
     from tenants import actions
     from tenants.models import Tenant
 
@@ -159,7 +159,7 @@ def black_hole(settings, monkeypatch) -> Iterator[list[socket.socket]]:
 def test_a_silent_source_costs_a_page_one_short_wait(black_hole, admin_user, eager_tasks, gitops_repo) -> None:
     """The queue view of four clusters sharing one silent source: one probe of a second, not 4 x retries x 120 s.
     The next page remembers the answer and does not wait at all."""
-    from scheduling.models_clusters import Cluster
+    from scheduling.clusters.models import Cluster
 
     with pinned(MID_NOVEMBER_2026):
         call_command("demo", stdout=io.StringIO())

@@ -108,7 +108,7 @@ def test_admin_home_is_the_fleet_at_a_glance(demo) -> None:
     whole = re.search(r"a100-whole whole (\d+) (\d+) (\d+) .*?% (\d+(?:\.\d+)?)", flavors)
     assert whole, flavors
     assert int(whole.group(2)) > int(whole.group(1))
-    # vision, nlp-inference, contractors on `default`, then each on its other cluster (scheduling/demo.py)
+    # vision, nlp-inference, contractors on `default`, then each on its other cluster (scheduling/catalog/demo.py)
     assert whole.group(3) == str(6 + 4 + 2 + 8 + 4 + 2)
     assert whole.group(4) == str(4 + 2 + 1)  # held in the hour from 17:00 on Friday 13 November
     assert 'href="/gpu/flavors/"' in html

@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from infra.gitops.git import Git
-from scheduling.sync import sync_fleet
+from scheduling.clusters.sync import sync_fleet
 from tenants import actions, reconcile
 from tests.support import factories
 from tests.support.services import need_binary, need_reference

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from scheduling import catalog
+from scheduling.catalog import rules as catalog
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
 """The per-process catalog cache (scheduling.inputs.load_catalog) and the database-kept token it hangs on
-(scheduling.catalog_revision, a scope of gpufleet.api.dataversion): every way of changing a catalog table is
+(scheduling.catalog.revision, a scope of gpufleet.api.dataversion): every way of changing a catalog table is
 seen by the next load, and a change rolled back never comes back from the cache."""
 
 from __future__ import annotations
@@ -7,9 +7,10 @@ from __future__ import annotations
 import pytest
 from django.db import connection, transaction
 
-from scheduling import catalog_revision, inputs
+from scheduling import inputs
+from scheduling.catalog import revision as catalog_revision
+from scheduling.clusters.models import Cluster, ClusterFlavor
 from scheduling.models import Cohort, Flavor, GpuModel, GpuNodePool, PriorityClass
-from scheduling.models_clusters import Cluster, ClusterFlavor
 
 
 def token() -> int | None:

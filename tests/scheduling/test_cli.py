@@ -109,7 +109,7 @@ def test_sla_tiers_are_data_and_rerender_endpoints() -> None:
 
 def test_nodepool_create_on_a_cluster() -> None:
     """Issue 26, F5: the doctor's fix for a flavor offered without a pool names the cluster."""
-    from scheduling import cluster_actions
+    from scheduling.clusters import actions as cluster_actions
 
     cli("gpu-model", "create", "h100", "--dcgm-name", "NVIDIA H100 80GB HBM3", "--memory-mib", "81559")
     cli("flavor", "create", "h100", "--gpu-model", "h100", "--mode", "whole", "--capacity", "8")

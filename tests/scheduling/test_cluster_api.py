@@ -6,8 +6,10 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from scheduling import actions, cluster_actions, placement_actions
-from scheduling.models_clusters import Cluster, Placement, PlacementChangeRequest
+from scheduling import actions
+from scheduling.clusters import actions as cluster_actions
+from scheduling.clusters import placement_actions
+from scheduling.clusters.models import Cluster, Placement, PlacementChangeRequest
 from tests.support import factories
 
 pytestmark = pytest.mark.django_db

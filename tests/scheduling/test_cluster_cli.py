@@ -11,9 +11,10 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from gpufleet.audit.models import AuditEvent
-from scheduling import actions, placement_actions
-from scheduling.models_clusters import Cluster, Placement, PlacementChangeRequest
-from scheduling.placement_actions import leaving
+from scheduling import actions
+from scheduling.clusters import placement_actions
+from scheduling.clusters.models import Cluster, Placement, PlacementChangeRequest
+from scheduling.clusters.placement_actions import leaving
 from tests.support import factories
 
 pytestmark = pytest.mark.django_db

@@ -8,8 +8,8 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
+from scheduling.clusters.models import Cluster, ClusterFlavor, Placement, PlacementChangeRequest
 from scheduling.models import Quota
-from scheduling.models_clusters import Cluster, ClusterFlavor, Placement, PlacementChangeRequest
 
 pytestmark = pytest.mark.django_db
 
@@ -44,7 +44,7 @@ def test_demo_has_a_pool_for_every_flavor_hami_included(eager_tasks) -> None:
     """Issue 26 B5: the demo sells HAMi quarter shares, so a pool must create nodes HAMi's device plugin runs on."""
     from scheduling.inputs import load_catalog
     from scheduling.models import GpuNodePool
-    from scheduling.nodepools import HAMI_NODE_SELECTOR, pool_labels
+    from scheduling.nodepools.render import HAMI_NODE_SELECTOR, pool_labels
 
     call_command("demo", stdout=StringIO())
     pools = dict(GpuNodePool.objects.filter(cluster__name="default").values_list("name", "flavor__mode"))

@@ -7,8 +7,10 @@ import pytest
 from django.test import Client
 
 from gpufleet import clock
-from scheduling import actions, cluster_actions, placement_actions
-from scheduling.models_clusters import Cluster
+from scheduling import actions
+from scheduling.clusters import actions as cluster_actions
+from scheduling.clusters import placement_actions
+from scheduling.clusters.models import Cluster
 from tests.support import factories
 
 pytestmark = pytest.mark.django_db

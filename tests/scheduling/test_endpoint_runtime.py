@@ -8,7 +8,7 @@ import re
 import pytest
 
 from scheduling import actions
-from scheduling.endpoints import HF_TOKEN_SECRET
+from scheduling.endpoints.render import HF_TOKEN_SECRET
 from tenants.backends import get_schema_registry
 from tenants.reconcile import desired_manifests
 from tests.support.services import need_reference
@@ -169,7 +169,7 @@ def test_an_endpoints_pods_carry_the_priority_of_its_tier(fleet, tenants, tier, 
 
 
 def test_an_unknown_tier_or_class_falls_back_to_what_exists() -> None:
-    from scheduling.endpoints import priority_class
+    from scheduling.endpoints.render import priority_class
 
     classes = [("low", 100, ""), ("standard", 500, ""), ("high", 1000, "")]
     assert priority_class("overnight", classes, "high") == "standard"  # an admin's tier: the default class

@@ -10,7 +10,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
-from scheduling.models_clusters import Cluster
+from scheduling.clusters.models import Cluster
 
 pytestmark = pytest.mark.django_db
 CLUSTERS = "/api/v1/clusters/"

@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-from scheduling import multikueue
+from scheduling.clusters import multikueue
 from scheduling.inputs import FlavorSpec, QuotaSpec
 from tenants.backends import get_schema_registry
 from tenants.models import Phase

@@ -11,7 +11,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from scheduling.inputs import Catalog, FlavorSpec, NodePoolSpec
-from scheduling.nodepools import requirements
+from scheduling.nodepools.render import requirements
 
 INSTANCE_TYPES = {
     "p4d.24xlarge": {"karpenter.k8s.aws/instance-gpu-name": "a100", "karpenter.k8s.aws/instance-gpu-memory": "40960",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduling.plan_html import to_html
+from scheduling.simulation.plan_html import to_html
 
 PLAN = """# Autoscaling plan: acme/<chat>
 

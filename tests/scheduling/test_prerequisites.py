@@ -10,7 +10,7 @@ import pytest
 import yaml
 from django.core.management import call_command
 
-from scheduling import catalog
+from scheduling.catalog import rules as catalog
 from scheduling.prerequisites import COMPONENTS, PLATFORM_NAMESPACES
 from tenants.backends import get_schema_registry
 from tenants.render import RenderContext, render_platform

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from infra.metrics import MetricsClient
-from scheduling import queue_view as qv
+from scheduling.fleetops import queue_view as qv
 from tests.support.services import free_port
 from tests.support.victoriametrics import VictoriaMetrics
 

@@ -9,8 +9,10 @@ import importlib
 from billing.metering import usage
 from billing.templatetags.billing_format import UNIT_HOURS
 from gpufleet.core import sharing
-from scheduling import catalog, nodepools, routing
+from scheduling import routing
+from scheduling.catalog import rules as catalog
 from scheduling.models import Flavor
+from scheduling.nodepools import render as nodepools
 from tenants.isolation import policy, summary
 
 

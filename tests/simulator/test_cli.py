@@ -139,7 +139,7 @@ def test_byte_identical_across_processes_and_hash_seeds():
 @pytest.mark.django_db
 @pytest.mark.parametrize("fair", [True, False])
 def test_from_fleet_follows_the_kueue_fair_sharing_setting(settings, fair):
-    from scheduling.simulator_inputs import fleet_scenario
+    from scheduling.simulation.inputs import fleet_scenario
 
     settings.GPUFLEET_KUEUE_FAIR_SHARING = fair
     actions.create_cohort("lab")

@@ -8,7 +8,7 @@ import yaml
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from scheduling.models import SimulationRun
-from scheduling.simulation_chart import bar_chart, charts
+from scheduling.simulation.chart import bar_chart, charts
 from tests.support import factories
 
 pytestmark = pytest.mark.django_db(transaction=True)

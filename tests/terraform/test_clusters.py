@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from gpufleet.audit.models import AuditEvent
-from scheduling.models_clusters import Cluster, Placement
+from scheduling.clusters.models import Cluster, Placement
 from tests.support import factories
 
 from .harness import Workspace

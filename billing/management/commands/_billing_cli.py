@@ -11,7 +11,7 @@ from django.core.management.base import CommandError
 
 from billing.models import UsageRecord
 from billing.sums import ExactSum
-from tenants.errors import ActionError
+from gpufleet.core.errors import ActionError
 
 
 def parse_time(value: str, name: str) -> datetime:

@@ -14,8 +14,8 @@ from billing.periods import parse_period, period_bounds
 from gpufleet.audit.context import acting
 from gpufleet.command import GpufleetCommand
 from gpufleet.core import metrics
+from gpufleet.core.errors import ActionError
 from infra.errors import PermanentError, TransientError, UnreachableError
-from tenants.errors import ActionError
 from tenants.models import Tenant
 
 from ._billing_cli import action_error, dumps, parse_time, usage_by_flavor

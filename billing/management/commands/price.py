@@ -10,7 +10,7 @@ from billing.periods import check_currency
 from gpufleet.audit.context import acting
 from gpufleet.command import GpufleetCommand
 from gpufleet.core import conf
-from tenants.errors import ActionError
+from gpufleet.core.errors import ActionError
 
 from ._billing_cli import action_error, dumps
 

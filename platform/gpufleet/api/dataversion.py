@@ -17,7 +17,7 @@ trigger sees them all.
   that statement's own deferred foreign-key checks): a transaction that holds the row is committing and waits
   for no row another transaction holds -- unless it wrote an unwatched table (below) after its last watched
   write. PostgreSQL would then detect the cycle and abort one.
-- A scope's token (`gpufleet_data_token`, one row per scope; `catalog`: scheduling.catalog_revision), for a
+- A scope's token (`gpufleet_data_token`, one row per scope; `catalog`: scheduling.catalog.revision), for a
   per-process cache that must also be right inside the transaction that changed its tables. The tables of a scope
   carry its name as the trigger's argument (`watch_scope`), and each statement on one redraws the token at once,
   inside its transaction: the transaction sees its own changes' token, others see it once it commits. A random

@@ -24,7 +24,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import set_rollback
 
-from tenants.errors import ActionError
+from gpufleet.core.errors import ActionError
 
 log = logging.getLogger(__name__)
 

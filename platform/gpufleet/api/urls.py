@@ -4,7 +4,7 @@ from rest_framework.routers import DefaultRouter
 
 from scheduling.api.clusters import QueueView
 from scheduling.api.urls import register as register_scheduling
-from scheduling.sync_api import SyncStatusView
+from scheduling.clusters.sync_api import SyncStatusView
 from tenants.api.members import MemberViewSet
 from tenants.api.views import TenantViewSet
 from tenants.isolation.api import AllocationPolicyViewSet

@@ -1,7 +1,7 @@
 """Where a cluster's metrics are read: the one factory every TSDB reader uses.
 
 Billing's collector, fleet operations, the queue view, node health and the metrics-source probe all ask here
-for a cluster's metrics source: the cluster's own `metrics_url` (scheduling.models_clusters.Cluster), else the
+for a cluster's metrics source: the cluster's own `metrics_url` (scheduling.clusters.models.Cluster), else the
 platform's `GPUFLEET_METRICS_URL`. Before this, node health read the environment and ignored a cluster's own
 source. The query dialect (`GPUFLEET_METRICS_DIALECT`) is chosen here too, once for every reader.
 """
@@ -23,7 +23,7 @@ DIALECTS = (METRICSQL, PROMQL)
 
 
 class HasMetricsSource(Protocol):
-    """A cluster as far as its metrics are concerned (scheduling.models_clusters.Cluster is one)."""
+    """A cluster as far as its metrics are concerned (scheduling.clusters.models.Cluster is one)."""
 
     metrics_url: str
 

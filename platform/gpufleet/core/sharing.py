@@ -10,12 +10,12 @@ entry here plus the mode's own genuinely new code (its weight rule, its metering
 new); nothing else lists the modes.
 
 Adding a mode: its entry here (appended to MODES), then the mode's own code where it has any --
-`scheduling.catalog.default_weight` (its GPU-equivalents per unit), billing.metering's queries when its
+`scheduling.catalog.rules.default_weight` (its GPU-equivalents per unit), billing.metering's queries when its
 metering identity is new (`usage`, `promql`, and idle detection in `scheduling.fleetops.measure`), the
 simulator's scenario schema (`scheduling/simulator/scenario.py`, which may not import this), and the
 migrations `makemigrations` writes for the new choice (plus a data migration if existing trust-level
 policies should allow it). Flavor fields of its own (like a MIG profile) are validated in
-`scheduling.actions`; capacity Karpenter cannot see goes in `scheduling.nodepools.overlay_capacity`.
+`scheduling.actions`; capacity Karpenter cannot see goes in `scheduling.nodepools.render.overlay_capacity`.
 
 Pure: no Django, no app imports (gpufleet.core is the bottom layer).
 """

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django import forms
 
-from tenants.errors import ActionError
+from gpufleet.core.errors import ActionError
 from tenants.models import TrustLevel
 
 TRUST_CHOICES = [("", "Choose a trust level…"), *TrustLevel.choices]

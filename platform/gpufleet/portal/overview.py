@@ -29,12 +29,12 @@ from billing.month_to_date import (
 from billing.trends import daily_spend
 from gpufleet import clock
 from gpufleet.audit.models import AuditEvent
+from scheduling.clusters.models import Cluster
+from scheduling.clusters.sync import latest as latest_sync
 from scheduling.figures import flavor_figures
 from scheduling.fleetops.models import IdleNotice
 from scheduling.models import Flavor, InferenceEndpoint, Quota, QuotaChangeRequest
-from scheduling.models_clusters import Cluster
 from scheduling.nodehealth.models import Remediation, RemediationPolicy
-from scheduling.sync import latest as latest_sync
 from tenants.models import Membership, Phase, Tenant
 
 TENANTS_ON_HOME = 5

@@ -253,7 +253,7 @@ GPUFLEET_FLEETOPS_ROLLUP_HOURS = int(env("GPUFLEET_FLEETOPS_ROLLUP_HOURS", "48")
 GPUFLEET_FLEETOPS_LATE_SECONDS = int(env("GPUFLEET_FLEETOPS_LATE_SECONDS", "3600") or 3600)
 # The DCGM label that names the node (dcgm-exporter sets Hostname from NODE_NAME).
 GPUFLEET_DCGM_NODE_LABEL = env("GPUFLEET_DCGM_NODE_LABEL", "Hostname")
-# Days of recorded demand a quota request's simulation replays (scheduling/quota_simulation.py).
+# Days of recorded demand a quota request's simulation replays (scheduling/simulation/quota.py).
 GPUFLEET_QUOTA_SIMULATION_DAYS = int(env("GPUFLEET_QUOTA_SIMULATION_DAYS", "7") or 7)
 
 # --- Backends -------------------------------------------------------------------------------------
@@ -340,7 +340,7 @@ GPUFLEET_METRICS_DIALECT = env("GPUFLEET_METRICS_DIALECT", "metricsql")
 # the Kueue configuration the platform installs (docs/scheduling.md).
 GPUFLEET_KUEUE_FAIR_SHARING = env_bool("GPUFLEET_KUEUE_FAIR_SHARING", False)
 GPUFLEET_DEFAULT_COHORT = env("GPUFLEET_DEFAULT_COHORT", "gpufleet")
-# MultiKueue mode (scheduling.multikueue): a tenant's home cluster dispatches jobs that name the
+# MultiKueue mode (scheduling.clusters.multikueue): a tenant's home cluster dispatches jobs that name the
 # `gpu-dispatch` LocalQueue to its other placements. Needs Kueue's MultiKueue feature (beta, on by default)
 # and, on each manager, a Secret `multikueue-<worker>` (key `kubeconfig`) in Kueue's namespace per worker.
 GPUFLEET_MULTIKUEUE = env_bool("GPUFLEET_MULTIKUEUE", False)

@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from gpufleet.audit.context import acting
-from tenants.errors import ActionError
+from gpufleet.core.errors import ActionError
 from tenants.management.commands._util import action_error, dumps
 
 

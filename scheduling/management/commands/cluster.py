@@ -10,9 +10,10 @@ from django.core.management.base import CommandError, CommandParser
 
 from gpufleet.audit.context import acting
 from gpufleet.command import GpufleetCommand
-from scheduling import actions, cluster_actions
-from scheduling.models_clusters import Cluster, ClusterFlavor, Placement, PlacementChangeRequest
-from tenants.errors import ActionError
+from gpufleet.core.errors import ActionError
+from scheduling import actions
+from scheduling.clusters import actions as cluster_actions
+from scheduling.clusters.models import Cluster, ClusterFlavor, Placement, PlacementChangeRequest
 from tenants.management.commands._util import action_error, dumps
 
 

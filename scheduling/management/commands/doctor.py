@@ -21,14 +21,14 @@ from gpufleet.core import conf
 from infra.errors import InfraError
 from infra.kube.backend import KubernetesBackend
 from infra.kube.clusters import from_references
+from scheduling.clusters.models import DEFAULT_CLUSTER
+from scheduling.clusters.sync_objects import SyncTarget
 from scheduling.doctor import diagnose
 from scheduling.doctor_blockers import blocker_checks
 from scheduling.doctor_clusters import Read, Target, cluster_checks
 from scheduling.fleetops.models import FleetSettings
 from scheduling.inputs import load_catalog
 from scheduling.models import Cluster
-from scheduling.models_clusters import DEFAULT_CLUSTER
-from scheduling.sync_objects import SyncTarget
 from tenants.backends import kube_access
 from tenants.render import RenderContext, render_platform
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from django.core.management.base import CommandError, CommandParser
 
 from gpufleet.command import GpufleetCommand
-from scheduling import actions, catalog
+from scheduling import actions
+from scheduling.catalog import rules as catalog
 from scheduling.models import Flavor
 
 from ._cli import parse_pairs, run

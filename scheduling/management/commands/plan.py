@@ -19,8 +19,8 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 
 from gpufleet.command import GpufleetCommand
-from scheduling.autoscaling_plan import build_plan
 from scheduling.models import InferenceEndpoint
+from scheduling.simulation.autoscaling_plan import build_plan
 from scheduling.simulator import ScenarioError
 
 from .simulate import read_text

@@ -9,7 +9,7 @@ from gpufleet.command import GpufleetCommand
 from scheduling import actions
 from scheduling.forms import limit_or_keep
 from scheduling.models import Quota, QuotaChangeRequest
-from scheduling.preview import preview
+from scheduling.quotas.preview import preview
 from tenants.management.commands._util import get_tenant
 
 from ._cli import run

@@ -81,7 +81,7 @@ class Command(GpufleetCommand):
             a, b = (self.with_inputs(load_dict(path, "--compare"), o) for path in o["compare"])
             return compare(a, b, seed)
         if o["from_fleet"]:
-            from scheduling.simulator_inputs import fleet_scenario
+            from scheduling.simulation.inputs import fleet_scenario
 
             data = fleet_scenario(o["days"] or 7, with_demand=not o["trace"])
             return simulate(parse_scenario(self.with_inputs(data, o)), seed)

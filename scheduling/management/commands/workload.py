@@ -8,7 +8,7 @@ from django.core.management.base import CommandError, CommandParser
 
 from gpufleet.command import GpufleetCommand
 from infra.errors import PermanentError, TransientError
-from scheduling import pending_sources
+from scheduling.pending import sources as pending_sources
 from tenants.management.commands._util import dumps, get_tenant
 
 

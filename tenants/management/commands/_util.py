@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import CommandError
 
-from tenants.errors import ActionError
+from gpufleet.core.errors import ActionError
 from tenants.models import Tenant
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.core.management.base import CommandParser
 
 from gpufleet.command import GpufleetCommand
-from tenants.errors import ActionError
+from gpufleet.core.errors import ActionError
 from tenants.isolation.kubeconfig import kubeconfig_yaml
 
 from ._util import action_error, get_tenant

@@ -29,7 +29,7 @@ class Command(GpufleetCommand):
     def handle(self, *args: object, **opts: object) -> None:
         ctx = RenderContext.from_settings()
         if opts["sync"]:
-            from scheduling import sync_objects
+            from scheduling.clusters import sync_objects
             from scheduling.models import Cluster
 
             if not opts["repo_url"]:

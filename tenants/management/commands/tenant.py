@@ -6,8 +6,8 @@ from django.core.management.base import CommandParser
 
 from gpufleet.audit.context import acting
 from gpufleet.command import GpufleetCommand
+from gpufleet.core.errors import ActionError
 from tenants import actions
-from tenants.errors import ActionError
 from tenants.models import Tenant, TrustLevel
 
 from ._util import action_error, dumps, get_tenant, tenant_json, tenant_table

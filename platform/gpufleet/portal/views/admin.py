@@ -11,8 +11,8 @@ from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from gpufleet.core.errors import ActionError
 from tenants import actions
-from tenants.errors import ActionError
 from tenants.models import Phase, Tenant
 
 from ..access import platform_admin_required, require_platform_admin, scoped_tenant

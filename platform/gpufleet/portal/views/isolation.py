@@ -8,9 +8,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from gpufleet.core import conf
+from gpufleet.core.errors import ActionError
 from infra.cilium import CiliumCLI
 from infra.errors import InfraError
-from tenants.errors import ActionError
 from tenants.isolation.kubeconfig import kubeconfig_yaml
 from tenants.isolation.summary import describe, isolation_data
 

@@ -13,8 +13,8 @@ from django.views.decorators.http import require_POST
 
 from gpufleet.accounts.roles import is_platform_admin
 from gpufleet.audit.models import AuditEvent
+from gpufleet.core.errors import ActionError
 from tenants import actions
-from tenants.errors import ActionError
 from tenants.isolation.kubeconfig import kubeconfig_yaml
 from tenants.models import FINAL_PHASES, Membership, Phase, Tenant, can_manage
 

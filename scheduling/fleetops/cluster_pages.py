@@ -13,11 +13,10 @@ from billing import charts, metrics_source
 from gpufleet import clock
 from gpufleet.accounts.roles import is_platform_admin
 from gpufleet.core import metrics
+from scheduling.clusters.models import Cluster, ClusterFlavor, Placement
+from scheduling.fleetops import queue_view
+from scheduling.models import GpuNodePool
 from tenants.models import Tenant
-
-from . import queue_view
-from .models import GpuNodePool
-from .models_clusters import Cluster, ClusterFlavor, Placement
 
 
 @login_required

@@ -23,13 +23,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from infra.manifests import Manifest
+from scheduling.catalog import rules as catalog
+from scheduling.defaults import DEFAULT_PRIORITY_CLASS
+from scheduling.inputs import Catalog, EndpointSpec, scheduling_of
+from scheduling.nodepools.render import MODE_LABEL
+from scheduling.routing import KAI_QUEUE_LABEL, KAI_SCHEDULER
 from tenants.isolation.network import SYNCED_MARKER
-
-from . import catalog
-from .defaults import DEFAULT_PRIORITY_CLASS
-from .inputs import Catalog, EndpointSpec, scheduling_of
-from .nodepools import MODE_LABEL
-from .routing import KAI_QUEUE_LABEL, KAI_SCHEDULER
 
 KEDA = "keda.sh/v1alpha1"
 VM_OPERATOR = "operator.victoriametrics.com/v1beta1"

@@ -1,4 +1,4 @@
-"""Gather the facts `scheduling.pending.explain` needs: from the cluster (Kueue Workloads and ClusterQueues,
+"""Gather the facts `scheduling.pending.why.explain` needs: from the cluster (Kueue Workloads and ClusterQueues,
 KAI PodGroups, pods, Jobs, nodes, NodeClaims) and from the database (trust level, quotas, cohort, flavors,
 node pools). Only the tenant's own namespace is read for workloads: a tenant sees its own workloads only.
 """
@@ -11,14 +11,13 @@ from typing import Any
 
 from gpufleet.core import sharing
 from infra.kube.nodes import ClusterOps
+from scheduling.catalog import rules as catalog
+from scheduling.models import Flavor, GpuNodePool, Quota, TenantScheduling
+from scheduling.nodepools.render import POOL_LABEL
+from scheduling.pending.why import Explanation, Facts, PoolState, QuotaState, explain
+from scheduling.policy import allowed_modes
+from scheduling.render import cluster_queue_name
 from tenants.models import Tenant
-
-from . import catalog
-from .models import Flavor, GpuNodePool, Quota, TenantScheduling
-from .nodepools import POOL_LABEL
-from .pending import Explanation, Facts, PoolState, QuotaState, explain
-from .policy import allowed_modes
-from .render import cluster_queue_name
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
 KAI_PODGROUPS = ("scheduling.run.ai/v2alpha2", "podgroups")

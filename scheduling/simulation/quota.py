@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from scheduling.models import QuotaChangeRequest
+from scheduling.simulation.inputs import fleet_scenario, with_quota
 from scheduling.simulator import parse_scenario, simulate
 from scheduling.simulator.admission import root_of
 from scheduling.simulator.compare import same_demand
-
-from .models import QuotaChangeRequest
-from .simulator_inputs import fleet_scenario, with_quota
 
 KEYS = ("jobs", "wait_mean_s", "wait_p90_s", "wait_max_s", "gpu_hours", "borrowed_gpu_hours", "lent_gpu_hours")
 

@@ -7,9 +7,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from infra.errors import PermanentError, TransientError
+from scheduling.pending import sources as pending_sources
 from tenants.models import Tenant
-
-from . import pending_sources
 
 
 @login_required

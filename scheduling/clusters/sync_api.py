@@ -11,8 +11,7 @@ from rest_framework.views import APIView
 
 from gpufleet.api.permissions import IsPlatformAdmin
 from gpufleet.api.viewsets import AuditActorMixin
-
-from .models_sync import SyncRun
+from scheduling.clusters.sync_models import SyncRun
 
 HISTORY = 10
 

@@ -12,9 +12,8 @@ from django.db import transaction
 from gpufleet.core import conf
 from infra.errors import PermanentError
 from infra.gitops import branches
-
-from .models import QuotaChangeRequest
-from .preview import proposed_on_cluster
+from scheduling.models import QuotaChangeRequest
+from scheduling.quotas.preview import proposed_on_cluster
 
 
 def _repo() -> str:

@@ -14,13 +14,13 @@ from django.db.models import F
 
 from gpufleet import clock, k8s_names
 from gpufleet.audit.record import record
+from gpufleet.core.errors import ActionError, Conflict
 from gpufleet.outbox import send as outbox
-from tenants.errors import ActionError, Conflict
+from scheduling import validation
+from scheduling.clusters import placement
+from scheduling.clusters.models import Cluster, Placement, PlacementChangeRequest, default_cluster_id
+from scheduling.models import Quota
 from tenants.models import FINAL_PHASES, LIVE_PHASES, Phase, Tenant
-
-from . import placement, validation
-from .models import Quota
-from .models_clusters import Cluster, Placement, PlacementChangeRequest, default_cluster_id
 
 
 def create_cluster(name: Any, *, purpose: Any = "general", region: Any = "", region_name: Any = "",
@@ -166,7 +166,7 @@ def approve_placement_change(request: PlacementChangeRequest, *, reviewer: Any =
 
 
 # A removed placement is kept, marked with this condition, until the reconcile has pruned the tenant's objects
-# on that cluster (scheduling.delivery deletes the row then): the cluster is remembered until it is clean.
+# on that cluster (scheduling.clusters.delivery deletes the row then): the cluster is remembered until it is clean.
 LEAVING = "Removing"
 
 

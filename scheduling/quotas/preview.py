@@ -10,12 +10,11 @@ from typing import Any
 from django.db.models import Sum
 
 from infra.manifests import Manifest, ref, to_yaml
+from scheduling.actions import allowed_total, effective_capacity, held_quota
+from scheduling.inputs import QuotaSpec, scheduling_of
+from scheduling.models import Quota, QuotaChangeRequest
 from tenants.reconcile import tenant_view
 from tenants.render import RenderContext, render_placed
-
-from .actions import allowed_total, effective_capacity, held_quota
-from .inputs import QuotaSpec, scheduling_of
-from .models import Quota, QuotaChangeRequest
 
 
 def manifest_diff(before: list[Manifest], after: list[Manifest]) -> tuple[list[str], str]:
@@ -76,8 +75,8 @@ def capacity_check(request: QuotaChangeRequest) -> dict[str, Any]:
 
 
 def simulation(request: QuotaChangeRequest) -> dict[str, Any]:
-    """The cached simulated effect on the cohort (computed by the worker; see scheduling/quota_simulation.py)."""
-    from .models import QuotaSimulation
+    """The cached simulated effect on the cohort (computed by the worker; see scheduling/simulation/quota.py)."""
+    from scheduling.models import QuotaSimulation
 
     row = QuotaSimulation.objects.filter(request=request).first()
     if row is None:

@@ -2,11 +2,11 @@
 changes a rendered object).
 
 - `context_extras` (the registry's `render_context`): whether the mode is on, as a render input.
-- `wrap` (the registry's `placement_wrappers`) wraps the placement contributor (scheduling.delivery.
+- `wrap` (the registry's `placement_wrappers`) wraps the placement contributor (scheduling.clusters.delivery.
   placed_for_tenant): each of a tenant's placements gets a `Dispatch` as its view's `dispatch` -- is it the
   home, which clusters are its workers, and the tenant's quotas per cluster (the per-cluster view alone only
   carries that cluster's quotas).
-- the `multikueue` tenant section renders scheduling.multikueue's manager objects on the home cluster and the
+- the `multikueue` tenant section renders scheduling.clusters.multikueue's manager objects on the home cluster and the
   worker LocalQueue on every other placement. Pure, like every section.
 """
 
@@ -18,11 +18,10 @@ from typing import Any
 
 from gpufleet.core import conf
 from infra.manifests import Manifest
+from scheduling.clusters import multikueue
+from scheduling.inputs import QuotaSpec, TenantScheduling
+from scheduling.render import allowed_flavors, catalog_of, scheduling_of
 from tenants.render import Placed, RenderContext, TenantView
-
-from . import multikueue
-from .inputs import QuotaSpec, TenantScheduling
-from .render import allowed_flavors, catalog_of, scheduling_of
 
 KEY = "multikueue"
 

@@ -22,10 +22,9 @@ from typing import Any
 
 from gpufleet.core import sharing
 from infra.manifests import Manifest
+from scheduling.catalog import rules as catalog
+from scheduling.inputs import Catalog, FlavorSpec, NodePoolSpec, QuotaSpec
 from tenants.isolation.policy import GPU_FLAVOR_LABEL, GPU_MODE_LABEL, GPU_TAINT_KEY
-
-from . import catalog
-from .inputs import Catalog, FlavorSpec, NodePoolSpec, QuotaSpec
 
 KARPENTER = "karpenter.sh/v1"
 KARPENTER_ALPHA = "karpenter.sh/v1alpha1"

@@ -20,7 +20,7 @@ from django.db.models import F, Q
 from billing.models import Price, UsageRecord
 from gpufleet import clock
 from gpufleet.core import conf
-from scheduling import catalog
+from scheduling.catalog import rules as catalog
 from scheduling.models import Cohort, Flavor, GpuNodePool, InferenceEndpoint, Quota, TenantScheduling
 from scheduling.simulator.replay import reconstruct_jobs
 from tenants.models import Tenant

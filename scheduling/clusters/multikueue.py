@@ -37,10 +37,9 @@ from typing import Any
 
 from gpufleet import k8s_names
 from infra.manifests import Manifest
+from scheduling.inputs import FlavorSpec, QuotaSpec
+from scheduling.render import KUEUE, cluster_queue_name, host_resource_group, resource_groups
 from tenants.render import TenantView, metadata
-
-from .inputs import FlavorSpec, QuotaSpec
-from .render import KUEUE, cluster_queue_name, host_resource_group, resource_groups
 
 CONTROLLER = "kueue.x-k8s.io/multikueue"
 KUEUE_GROUP = "kueue.x-k8s.io"

@@ -5,7 +5,7 @@ only pass values through, and a bad value is reported on its field with nothing 
 are never accepted: `kubeconfig_secret` is the NAME of a Secret (or a file path) holding them, so a
 value that looks like a kubeconfig or a token is refused.
 
-Draining goes through the reviewed placement-change flow (scheduling.placement_actions): one proposal
+Draining goes through the reviewed placement-change flow (scheduling.clusters.placement_actions): one proposal
 per non-home placement -- an `add` on the target cluster first when moving, then the `remove` -- each
 audited, approved right away only when a platform admin asks for it.
 """
@@ -22,13 +22,13 @@ from django.db.models import Sum
 
 from gpufleet import k8s_names
 from gpufleet.audit.record import record
+from gpufleet.core.errors import ActionError, Conflict
 from gpufleet.outbox import send as outbox
-from tenants.errors import ActionError, Conflict
+from scheduling import actions, validation
+from scheduling.clusters import placement_actions
+from scheduling.clusters.models import DEFAULT_CLUSTER, Cluster, ClusterFlavor, Placement, PlacementChangeRequest
+from scheduling.models import Flavor, GpuNodePool, Quota
 from tenants.models import TrustLevel
-
-from . import actions, placement_actions, validation
-from .models import Flavor, GpuNodePool, Quota
-from .models_clusters import DEFAULT_CLUSTER, Cluster, ClusterFlavor, Placement, PlacementChangeRequest
 
 Errors = dict[str, list[str]]
 TEXT_FIELDS = {"region": 63, "region_name": 200, "gitops_path": 200, "kube_api": 300, "kubeconfig_secret": 300,

@@ -20,11 +20,10 @@ from typing import Any
 from gpufleet import clock
 from gpufleet.bulk import update_rows
 from infra.errors import InfraError, TransientError
+from scheduling.clusters import placement
+from scheduling.clusters.models import DEFAULT_CLUSTER
+from scheduling.inputs import ClusterSpec, scheduling_of
 from tenants.render import Placed, RenderContext, TenantView
-
-from . import placement
-from .inputs import ClusterSpec, scheduling_of
-from .models_clusters import DEFAULT_CLUSTER
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +115,7 @@ def placement_chunk(tenants: list[Any]) -> Iterator[None]:
     rows and defers its UPDATE; one UPDATE per set of fields (`gpufleet.bulk.update_rows`) writes them when
     the chunk ends (its commit made): two queries a chunk instead of two per tenant and cluster. Writes are
     flushed even if the chunk failed part-way, as each was recorded for an apply that happened."""
-    from .models_clusters import Placement
+    from scheduling.clusters.models import Placement
 
     rows = Placement.objects.filter(tenant_id__in=[t.pk for t in tenants]).select_related("cluster").only(
         "tenant_id", "conditions", "cluster_id", "cluster__name")
@@ -139,7 +138,7 @@ def placement_chunk(tenants: list[Any]) -> Iterator[None]:
 def record_placement(tenant: Any, placed: Placed, error: InfraError | None) -> None:
     """The registry's `placement_status`: the placement's condition (the time moves only when the
     status or reason does) and the cluster's reachability."""
-    from .models_clusters import Placement
+    from scheduling.clusters.models import Placement
 
     chunk = _CHUNK.get()
     row = chunk.rows.get((tenant.pk, placed.cluster)) if chunk is not None else None
@@ -182,7 +181,7 @@ def record_platform(target: Placed, error: InfraError | None) -> None:
 
 def _cluster_status(name: str, error: InfraError | None, cluster_id: int | None) -> None:
     """`cluster_id` given: a tenant's placement, throttled per cluster row (see _MARKED_REACHABLE)."""
-    from .models_clusters import Cluster
+    from scheduling.clusters.models import Cluster
 
     if error is None:
         now = time.monotonic()
@@ -203,7 +202,7 @@ def _cluster_status(name: str, error: InfraError | None, cluster_id: int | None)
 def kube_clusters() -> tuple[list[tuple[str, str, str, str]], str]:
     """The registry's `kube_clusters`: every cluster's API reference; `default` is where gpufleet runs
     (its empty reference means GPUFLEET_KUBECONFIG or the pod's service account)."""
-    from .models_clusters import Cluster, default_cluster_id
+    from scheduling.clusters.models import Cluster, default_cluster_id
 
     default_cluster_id()
     rows = [(c.name, c.tree, c.kube_api, c.kubeconfig_secret) for c in Cluster.objects.all()]
@@ -214,7 +213,7 @@ def kube_clusters() -> tuple[list[tuple[str, str, str, str]], str]:
 def kubeconfig_placements(tenant: Any) -> list[tuple[str, bool]]:
     """The registry's `kubeconfig_placements`: (cluster, home) for each placement that runs the
     tenant's vCluster -- not one the cluster refuses for the tenant's trust level (nothing is rendered there)."""
-    from .models_clusters import Placement
+    from scheduling.clusters.models import Placement
 
     rows = Placement.objects.filter(tenant_id=tenant.pk).select_related("cluster").order_by("cluster__name")
     return [(p.cluster.name, p.home) for p in rows if p.cluster.allows_trust(tenant.trust_level)]
@@ -223,7 +222,7 @@ def kubeconfig_placements(tenant: Any) -> list[tuple[str, bool]]:
 def reserved_pools_values(view: TenantView, ctx: RenderContext, values: dict[str, Any]) -> None:
     """The registry's `vcluster_values`: pods the tenant's vCluster syncs tolerate the node pools of its home
     cluster reserved for its trust level -- and no others (pure; nothing added when no pool is reserved)."""
-    from .nodepools import reserved_pool_tolerations
+    from scheduling.nodepools.render import reserved_pool_tolerations
 
     cat = ctx.extra.get("scheduling")
     tolerations = reserved_pool_tolerations(view.trust_level, cat) if cat is not None else []

@@ -19,10 +19,9 @@ from celery import shared_task
 from gpufleet import clock
 from gpufleet.audit.context import acting
 from infra.backend import ApplyResult, Backend, ReportsRepositoryStatus
+from scheduling.clusters.sync_models import SyncRun
 from tenants.backends import get_backend
 from tenants.fleet import reconcile_fleet
-
-from .models_sync import SyncRun
 
 log = logging.getLogger(__name__)
 

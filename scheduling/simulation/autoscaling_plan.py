@@ -11,7 +11,7 @@ from scheduling.simulator.planner import plan, render_markdown
 
 def build_plan(endpoint: InferenceEndpoint, *, days: float, seed: int, traffic: list[float] | None,
                gpus_per_replica: int, rps_per_replica: float) -> dict[str, Any]:
-    from scheduling.simulator_inputs import endpoint_scenario, endpoint_traffic
+    from scheduling.simulation.inputs import endpoint_scenario, endpoint_traffic
 
     scenario = endpoint_scenario(endpoint, days=days, hourly_rps=[0.0], units_per_replica=gpus_per_replica,
                                  capacity_rps=rps_per_replica)

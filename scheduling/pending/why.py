@@ -1,6 +1,6 @@
 """Why is my workload pending? One sentence, its evidence and the next step. Pure: facts in, answer out.
 
-Facts (gathered by `scheduling.pending_sources`): the Kueue Workload (status conditions, admission), the
+Facts (gathered by `scheduling.pending.sources`): the Kueue Workload (status conditions, admission), the
 KAI PodGroup (`status.schedulingConditions`), the workload's pods and Job, and the platform's own state:
 the tenant's trust level and allowed modes, the quotas of every ClusterQueue in its cohort with their
 current reservations (ClusterQueue `status.flavorsReservation`), the flavors, and the node pools with

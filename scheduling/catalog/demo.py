@@ -6,9 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from gpufleet.core import conf
-
-from . import actions
-from .models import Cohort, Flavor, GpuModel, GpuNodePool, InferenceEndpoint, Quota
+from scheduling import actions
+from scheduling.models import Cohort, Flavor, GpuModel, GpuNodePool, InferenceEndpoint, Quota
 
 FLAVORS = [
     # name, mode, extra fields, capacity (units)
@@ -88,7 +87,7 @@ def cluster_pool_name(cluster: str, flavor: str) -> str:
 def pool_gpu_limit(flavor: str, units: int) -> int:
     """Whole GPUs for `units` of the flavor, rounded up to whole nodes: Karpenter counts a launch against
     `limits` with the instance's full capacity, so a limit below one node's GPUs launches nothing."""
-    from .catalog import units_per_gpu
+    from scheduling.catalog.rules import units_per_gpu
 
     row = Flavor.objects.get(name=flavor)
     gpus = -(-units // max(1, units_per_gpu(row.weight)))
@@ -102,8 +101,9 @@ CLUSTER_QUOTAS = [("vision", "training", "a100-whole", 8, 4), ("vision", "traini
 
 
 def seed_clusters(users: dict[str, Any], tenants: dict[str, Any]) -> None:
-    from . import cluster_actions, placement_actions
-    from .models_clusters import Cluster, ClusterFlavor, Placement
+    from scheduling.clusters import actions as cluster_actions
+    from scheduling.clusters import placement_actions
+    from scheduling.clusters.models import Cluster, ClusterFlavor, Placement
 
     # The demo's clusters share one metrics source (GPUFLEET_METRICS_URL), so each needs its `cluster` label,
     # `default` too: metering refuses clusters of one source it cannot tell apart (billing.metering.usage).

@@ -16,11 +16,10 @@ from django.views.decorators.http import require_POST
 
 from gpufleet.accounts.roles import is_platform_admin
 from gpufleet.outbox import send as outbox
+from scheduling.models import InferenceEndpoint, SimulationRun
+from scheduling.simulation.chart import charts
+from scheduling.simulation.plan_html import to_html as plan_html_of
 from scheduling.simulator import PRESETS, ScenarioError, load_scenario
-
-from .models import InferenceEndpoint, SimulationRun
-from .plan_html import to_html as plan_html_of
-from .simulation_chart import charts
 
 MAX_UPLOAD = 512 * 1024
 

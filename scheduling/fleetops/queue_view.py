@@ -29,8 +29,7 @@ from typing import Any
 
 from infra.errors import PermanentError, TransientError
 from infra.metrics import connection_reason
-
-from .multikueue import DISPATCH_LOCAL_QUEUE
+from scheduling.clusters.multikueue import DISPATCH_LOCAL_QUEUE
 
 WAIT_WINDOW = "1h"
 TENANT_NAMESPACE_PREFIX = "tenant-"
@@ -181,9 +180,8 @@ def collect(tenants: Any, at: datetime, *, client_for: Callable[[str], Any] | No
     """The queue view of `tenants` (a queryset already scoped to the caller) at `at`."""
     from billing import metrics_source
     from gpufleet.core import metrics
-
-    from .models import Flavor, Placement, Quota
-    from .placement_actions import leaving
+    from scheduling.clusters.placement_actions import leaving
+    from scheduling.models import Flavor, Placement, Quota
 
     rows = [p for p in Placement.objects.filter(tenant__in=tenants).select_related("tenant", "cluster")
             if not leaving(p)]  # a removed placement being pruned is no longer the tenant's there
@@ -238,9 +236,8 @@ def wait_history(tenants: Any, at: datetime, *, hours: int = 24,
 
     from billing import metrics_source
     from gpufleet.core import metrics
-
-    from .models import Placement
-    from .placement_actions import leaving
+    from scheduling.clusters.placement_actions import leaving
+    from scheduling.models import Placement
 
     end = at.replace(minute=0, second=0, microsecond=0)
     start = end - timedelta(hours=hours)

@@ -1,0 +1,1 @@
+"""Host clusters: placements, delivery of rendered objects, fleet sync and MultiKueue."""

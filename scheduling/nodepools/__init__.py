@@ -1,0 +1,1 @@
+"""GPU node pools: the pools platform admins define (models) and their Karpenter NodePools (render)."""
