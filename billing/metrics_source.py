@@ -20,6 +20,7 @@ from django.db.models import Max
 from gpufleet.core import metrics
 from infra.errors import PermanentError
 from infra.metrics import connection_reason
+from scheduling.clusters.models import Cluster
 
 REMEMBER_SECONDS = 30  # a failed or good probe is trusted this long (the portal's pages come in bursts)
 PLATFORM_SOURCE = "platform metrics (GPUFLEET_METRICS_URL)"
@@ -57,8 +58,6 @@ def probe(url: str) -> str:
 
 def forget() -> None:
     """Drop remembered probes of the configured sources (tests, and after an admin changes a URL)."""
-    from scheduling.clusters.models import Cluster
-
     urls = {metrics.platform_url(), *Cluster.objects.values_list("metrics_url", flat=True)}
     cache.delete_many([_key(u) for u in urls if u])
 

@@ -13,6 +13,7 @@ from typing import Any
 from django.db import models
 from django.db.models import Q
 
+from gpufleet.accounts.roles import is_billing_admin
 from gpufleet.core.errors import Conflict
 from scheduling.models import DEFAULT_CLUSTER_ID, Cluster, Flavor, default_cluster_id
 from tenants.models import Tenant
@@ -28,8 +29,6 @@ class FinalizedInvoiceError(Conflict):
 
 
 def _for_tenant_scope(qs: models.QuerySet, user: Any, tenant_path: str, *, owners_only: bool) -> models.QuerySet:
-    from gpufleet.accounts.roles import is_billing_admin
-
     if user is None or not user.is_authenticated:
         return qs.none()
     if is_billing_admin(user):

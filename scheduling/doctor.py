@@ -17,6 +17,7 @@ import yaml
 from infra.errors import InfraError
 from scheduling.catalog import rules as catalog
 from scheduling.nodepools import render as nodepools
+from tenants import syncer_gates
 
 from .inputs import Catalog
 from .prerequisites import (
@@ -266,8 +267,6 @@ def _image_ref(image: Any) -> str:
 
 def check_vcluster_syncers(read: Read, chart_version: str, syncer_image: str) -> list[Finding]:
     """B3 (issue 26): a syncer that strips Kueue's gates gets every GPU pod deleted (tenants.syncer_gates)."""
-    from tenants import syncer_gates
-
     fix = ("set GPUFLEET_VCLUSTER_SYNCER_IMAGE to a vCluster syncer built with loft-sh/vcluster commit 3a272b45a "
            "and reconcile; until then the platform refuses the tenants' GPU pods (docs/compatibility.md, B3)")
     # What the platform renders for every tenant (the next one included), then what each vCluster runs.

@@ -6,12 +6,17 @@ import logging
 
 from celery import shared_task
 
-from gpufleet import task_retry
+from gpufleet import clock, task_retry
 from gpufleet.audit.context import acting
 from gpufleet.core import conf
 from infra.errors import PermanentError
+from scheduling.quotas import proposals
+from scheduling.simulation.autoscaling_plan import build_plan
+from scheduling.simulation.quota import simulate_request
+from scheduling.simulator import ScenarioError, parse_scenario, run_preset, simulate
+from tenants.tasks import reconcile_tenant
 
-from .models import QuotaChangeRequest
+from .models import QuotaChangeRequest, QuotaSimulation, SimulationRun
 
 log = logging.getLogger(__name__)
 
@@ -23,8 +28,6 @@ def _gitops() -> bool:
 @shared_task(name="scheduling.propose_quota_branch", acks_late=True, **task_retry.ON_DATABASE_ERRORS)
 def propose_quota_branch(request_id: int) -> str:
     """GitOps: (re)write branch quota/<id> with the tenant's objects as the change would make them."""
-    from scheduling.quotas import proposals
-
     with acting(task="scheduling.propose_quota_branch", user_id=None, token_id=None):
         request = QuotaChangeRequest.objects.select_related("tenant", "flavor").filter(pk=request_id).first()
         if request is None or request.state != QuotaChangeRequest.State.PENDING or not _gitops():
@@ -39,9 +42,6 @@ def propose_quota_branch(request_id: int) -> str:
 @shared_task(name="scheduling.merge_quota_branch", acks_late=True, **task_retry.ON_DATABASE_ERRORS)
 def merge_quota_branch(request_id: int) -> str:
     """Approved: GitOps merges the proposal (one commit on main); then the tenant is reconciled."""
-    from scheduling.quotas import proposals
-    from tenants.tasks import reconcile_tenant
-
     with acting(task="scheduling.merge_quota_branch", user_id=None, token_id=None):
         request = QuotaChangeRequest.objects.select_related("tenant", "flavor").filter(pk=request_id).first()
         if request is None or request.state != QuotaChangeRequest.State.APPROVED:
@@ -59,8 +59,6 @@ def merge_quota_branch(request_id: int) -> str:
 
 @shared_task(name="scheduling.discard_quota_branch", acks_late=True, **task_retry.ON_DATABASE_ERRORS)
 def discard_quota_branch(request_id: int) -> str:
-    from scheduling.quotas import proposals
-
     with acting(task="scheduling.discard_quota_branch", user_id=None, token_id=None):
         request = QuotaChangeRequest.objects.filter(pk=request_id).first()
         if request is None or request.state != QuotaChangeRequest.State.REJECTED or not _gitops():
@@ -72,11 +70,6 @@ def discard_quota_branch(request_id: int) -> str:
 def simulate_quota_request(request_id: int) -> str:
     """Fill in the pending simulation of a quota request (cached: a done or failed row is left alone)."""
     from django.db import transaction
-
-    from gpufleet import clock
-    from scheduling.simulation.quota import simulate_request
-
-    from .models import QuotaSimulation
 
     sim = QuotaSimulation.objects.select_related("request__tenant", "request__flavor").filter(
         request_id=request_id).first()
@@ -97,10 +90,6 @@ def sweep_quota_simulations() -> int:
     """Beat: run simulations whose message was lost (pending for over five minutes)."""
     from datetime import timedelta
 
-    from gpufleet import clock
-
-    from .models import QuotaSimulation
-
     stale = QuotaSimulation.objects.filter(state=QuotaSimulation.State.PENDING,
                                            created__lt=clock.now() - timedelta(minutes=5))
     ids = list(stale.values_list("request_id", flat=True)[:20])
@@ -112,18 +101,11 @@ def sweep_quota_simulations() -> int:
 @shared_task(name="scheduling.run_simulation", acks_late=True, **task_retry.ON_DATABASE_ERRORS)
 def run_simulation(run_id: int) -> str:
     """Fill in a pending portal simulation run (idempotent: a finished run is left alone)."""
-    from gpufleet import clock
-    from scheduling.simulator import ScenarioError, parse_scenario, run_preset, simulate
-
-    from .models import SimulationRun
-
     run = SimulationRun.objects.filter(pk=run_id, state=SimulationRun.State.PENDING).first()
     if run is None:
         return "nothing to do"
     try:
         if run.endpoint_id:
-            from scheduling.simulation.autoscaling_plan import build_plan
-
             result = build_plan(run.endpoint, days=run.days or 2.0, seed=run.seed, traffic=None,
                                 gpus_per_replica=1, rps_per_replica=2.0)
         elif run.preset:

@@ -8,6 +8,7 @@ from typing import Any
 
 from gpufleet import k8s_names
 from infra.manifests import tree_is_safe
+from tenants.models import TrustLevel
 
 
 def count(value: Any, field: str, errors: dict[str, list[str]], *, optional: bool = False) -> int | None:
@@ -86,8 +87,6 @@ def tolerations(value: Any, field: str, errors: dict[str, list[str]]) -> None:
 
 def trust_levels(value: Any, field: str, errors: dict[str, list[str]]) -> list[str]:
     """A list of tenant trust levels (empty or None: every level), sorted, without repeats."""
-    from tenants.models import TrustLevel
-
     if value is None:
         return []
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):

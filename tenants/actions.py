@@ -11,6 +11,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from gpufleet import clock
+from gpufleet.accounts.roles import is_platform_admin
 from gpufleet.audit.record import record
 from gpufleet.core import registry
 from gpufleet.core.errors import ActionError, Conflict, Forbidden
@@ -201,8 +202,6 @@ def _check_role_change(by: Any, tenant: Tenant, target: Membership | None, role:
       it into a local grant that the next sign-in no longer corrects.
     - Nobody grants a role above their own, and only owners (and platform admins) change or remove an owner.
     """
-    from gpufleet.accounts.roles import is_platform_admin
-
     from .models import tenant_role
 
     if target is not None and target.source == Membership.Source.OIDC:

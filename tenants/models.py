@@ -7,6 +7,8 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
+from gpufleet.accounts.roles import is_billing_admin, is_platform_admin
+
 
 class TrustLevel(models.TextChoices):
     UNTRUSTED = "untrusted", "Untrusted (whole GPUs only)"
@@ -34,8 +36,6 @@ FINAL_PHASES = {Phase.DELETED, Phase.REJECTED}
 
 def sees_every_tenant(user: Any) -> bool:
     """Platform and billing admins see every tenant (and every row that belongs to one)."""
-    from gpufleet.accounts.roles import is_billing_admin, is_platform_admin
-
     return user is not None and user.is_authenticated and (is_platform_admin(user) or is_billing_admin(user))
 
 
@@ -144,8 +144,6 @@ def tenant_role(user: Any, tenant: Tenant) -> str | None:
 
 def can_manage(user: Any, tenant: Tenant) -> bool:
     """Owners and admins of a tenant, and platform admins, may change it."""
-    from gpufleet.accounts.roles import is_platform_admin
-
     if is_platform_admin(user):
         return True
     role = tenant_role(user, tenant)

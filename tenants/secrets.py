@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpufleet import clock
 from gpufleet.core import conf
+from infra import pki
 from infra.backend import ReadsSecrets
 from infra.openbao import OpenBao
 
@@ -53,15 +55,12 @@ def ensure(slug: str, backend: Any = None) -> tuple[str, str, str]:
 def ensure_vcluster_ca(bao: OpenBao, slug: str) -> str:
     """Issue the vCluster's serving CA (infra/pki.py) once, and again before it expires. Idempotent: a CA that
     is still good is left alone, so the kubeconfigs people already hold keep verifying."""
-    from gpufleet.clock import now
-    from infra import pki
-
     if not ca_enabled():
         return ""
     found = bao.read_vcluster_ca(slug)
-    if found and found.get("tls.key") and not pki.needs_renewal(found.get("tls.crt", ""), now()):
+    if found and found.get("tls.key") and not pki.needs_renewal(found.get("tls.crt", ""), clock.now()):
         return "; vCluster serving CA in OpenBao"
-    cert, key = pki.new_ca(f"gpufleet vCluster {slug}", now())
+    cert, key = pki.new_ca(f"gpufleet vCluster {slug}", clock.now())
     bao.store_vcluster_ca(slug, cert, key)
     return "; vCluster serving CA issued into OpenBao" + (" (renewed: restart the vCluster)" if found else "")
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpufleet import clock
 from gpufleet.core import conf
 
 # The first vCluster release whose syncer keeps host-side gates; None while no release carries the fix
@@ -79,8 +80,6 @@ def condition(chart_version: str, syncer_image: str, now: str) -> dict[str, str]
 
 def gpu_workloads_condition(tenant: Any) -> dict[str, str]:
     """The per-tenant condition: the same for every tenant (a platform setting)."""
-    from gpufleet import clock
-
     return condition(conf.VCLUSTER_CHART_VERSION,
                      conf.VCLUSTER_SYNCER_IMAGE or "", clock.now().isoformat())
 

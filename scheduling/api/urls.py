@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from rest_framework.routers import BaseRouter
 
+from scheduling.nodehealth.api import NodeHealthViewSet
+
 from .clusters import ClusterViewSet, PlacementRequestViewSet, PlacementViewSet
 from .views import (
     CohortViewSet,
@@ -14,6 +16,7 @@ from .views import (
     QuotaViewSet,
     TenantSchedulingViewSet,
 )
+from .workloads import WorkloadViewSet
 
 
 def register(router: BaseRouter) -> None:
@@ -28,9 +31,5 @@ def register(router: BaseRouter) -> None:
     router.register("placements", PlacementViewSet, basename="placement")
     router.register("placement-requests", PlacementRequestViewSet, basename="placement-request")
     # Issue 11 §3-4: pending explanations (tenant-scoped) and node health (platform admins).
-    from scheduling.nodehealth.api import NodeHealthViewSet
-
-    from .workloads import WorkloadViewSet
-
     router.register("workloads", WorkloadViewSet, basename="workload")
     router.register("node-health", NodeHealthViewSet, basename="node-health")

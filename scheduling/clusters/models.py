@@ -12,6 +12,8 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
+from tenants.models import Tenant
+
 # The cluster an existing single-cluster installation becomes (migration scheduling 0008) and the one rows
 # without an explicit cluster belong to.
 DEFAULT_CLUSTER = "default"
@@ -112,8 +114,6 @@ class ClusterFlavor(models.Model):
 
 class PlacementQuerySet(models.QuerySet):
     def for_user(self, user: object) -> PlacementQuerySet:
-        from tenants.models import Tenant
-
         return self.filter(tenant__in=Tenant.objects.for_user(user))
 
 

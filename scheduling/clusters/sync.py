@@ -22,6 +22,7 @@ from infra.backend import ApplyResult, Backend, ReportsRepositoryStatus
 from scheduling.clusters.sync_models import SyncRun
 from tenants.backends import get_backend
 from tenants.fleet import reconcile_fleet
+from tenants.tasks import reconcile_tenant
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +68,6 @@ def sync_fleet(backend: Backend | None = None) -> SyncRun:
         for problem in result.errors:
             tally.error(problem)
         if result.retry or result.deferred:  # retried with backoff / fanned out by the per-tenant task
-            from tenants.tasks import reconcile_tenant
 
             for tenant_id in result.retry + result.deferred:
                 reconcile_tenant.delay(tenant_id)

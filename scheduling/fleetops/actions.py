@@ -12,6 +12,7 @@ from gpufleet import clock
 from gpufleet.audit.record import record
 from gpufleet.core.errors import ActionError
 from gpufleet.outbox import send as outbox
+from scheduling import actions as scheduling_actions
 from scheduling.models import InferenceEndpoint, SlaTier
 from tenants.models import Tenant
 
@@ -46,8 +47,6 @@ def notify_owners(tenant: Tenant, finding: Any) -> IdleNotice:
 
 def scale_to_zero(endpoint: InferenceEndpoint, tier: Any) -> InferenceEndpoint:
     """Move an inference endpoint to an SLA tier that scales to zero (min_replicas 0)."""
-    from scheduling import actions as scheduling_actions
-
     row = SlaTier.objects.filter(name=tier).first() if isinstance(tier, str) else None
     if row is None:
         raise ActionError({"tier": [f"unknown SLA tier {tier!r}"]})

@@ -7,6 +7,8 @@ from typing import Any
 
 from django.db import models
 
+from tenants.models import sees_every_tenant
+
 RATIO = {"max_digits": 5, "decimal_places": 4}
 
 
@@ -53,8 +55,6 @@ class TenantIdleSettings(models.Model):
 
 class NoticeQuerySet(models.QuerySet):
     def for_user(self, user: Any) -> NoticeQuerySet:
-        from tenants.models import sees_every_tenant
-
         if user is None or not user.is_authenticated:
             return self.none()
         if sees_every_tenant(user):  # platform and billing admins, as for idle findings (docs/api.md)

@@ -27,9 +27,13 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from billing import metrics_source
+from gpufleet.core import metrics
 from infra.errors import PermanentError, TransientError
 from infra.metrics import connection_reason
 from scheduling.clusters.multikueue import DISPATCH_LOCAL_QUEUE
+from scheduling.clusters.placement_actions import leaving
+from scheduling.models import Flavor, Placement, Quota
 
 WAIT_WINDOW = "1h"
 TENANT_NAMESPACE_PREFIX = "tenant-"
@@ -178,10 +182,6 @@ def read_cluster(query: Query, label: str) -> ClusterSamples:
 
 def collect(tenants: Any, at: datetime, *, client_for: Callable[[str], Any] | None = None) -> list[QueueRow]:
     """The queue view of `tenants` (a queryset already scoped to the caller) at `at`."""
-    from billing import metrics_source
-    from gpufleet.core import metrics
-    from scheduling.clusters.placement_actions import leaving
-    from scheduling.models import Flavor, Placement, Quota
 
     rows = [p for p in Placement.objects.filter(tenant__in=tenants).select_related("tenant", "cluster")
             if not leaving(p)]  # a removed placement being pruned is no longer the tenant's there
@@ -234,10 +234,6 @@ def wait_history(tenants: Any, at: datetime, *, hours: int = 24,
     (the page shows the outage once)."""
     from datetime import timedelta
 
-    from billing import metrics_source
-    from gpufleet.core import metrics
-    from scheduling.clusters.placement_actions import leaving
-    from scheduling.models import Placement
 
     end = at.replace(minute=0, second=0, microsecond=0)
     start = end - timedelta(hours=hours)

@@ -7,6 +7,7 @@ from typing import Any
 from scheduling.clusters.models import DEFAULT_CLUSTER
 from tenants.render import RenderContext, platform_metadata
 
+from ..render import catalog_of
 from .queues import SignalSettings, rule_object
 from .service import FLEETOPS_KEY
 
@@ -26,8 +27,6 @@ def capacity_rules_rendered(ctx: RenderContext) -> bool:
     could never fire, and its own CRD (PrometheusRule, or VMRule) is not a promised prerequisite: rendered
     anyway, it failed the whole configs stage on a cluster without that CRD and every tenant behind it
     (issue 26 review, N2). The portal still evaluates the same signals itself when the metrics are there."""
-    from ..render import catalog_of
-
     return bool(catalog_of(ctx).prometheus_operator)
 
 

@@ -13,7 +13,9 @@ from billing.invoicing import money
 from billing.metering.usage import HAMI, RangeQuerier
 from billing.models import Price
 from gpufleet.core import conf
-from tenants.models import Tenant
+from scheduling.models import Flavor, Quota
+from scheduling.render import cluster_queue_name
+from tenants.models import Tenant, sees_every_tenant
 
 from . import measure, queues, rollup
 from .models import FleetSettings, TenantIdleSettings
@@ -166,8 +168,6 @@ def rollup_recent(now: datetime, client: Any = None) -> dict[str, int]:
 def visible_tenants(user: Any) -> list[str] | None:
     """None = every tenant (platform and billing admins: who sees every tenant's rows, tenants.models.
     sees_every_tenant); else the slugs of the caller's tenants (any number: the queries stay bounded)."""
-    from tenants.models import sees_every_tenant
-
     if sees_every_tenant(user):
         return None
     return list(Tenant.objects.for_user(user).values_list("slug", flat=True))
@@ -175,9 +175,6 @@ def visible_tenants(user: Any) -> list[str] | None:
 
 def flavor_queues() -> list[queues.FlavorQueues]:
     """Per flavor: Kueue resource, capacity and the ClusterQueues (tenant-<slug>) with quota in it."""
-    from scheduling.models import Flavor, Quota
-    from scheduling.render import cluster_queue_name
-
     by_flavor: dict[int, list[str]] = defaultdict(list)
     for flavor_id, slug in Quota.objects.values_list("flavor_id", "tenant__slug").order_by("tenant__slug"):
         by_flavor[flavor_id].append(cluster_queue_name(slug))

@@ -22,6 +22,7 @@ from gpufleet.audit.record import record
 from infra.errors import PermanentError, TransientError
 from infra.kube.nodes import ClusterOps
 from infra.metrics import MetricsClient
+from scheduling.nodepools.render import FLAVOR_LABEL
 
 from .classify import Classification, classify
 from .inventory import GpuNode, parse_nodes
@@ -254,7 +255,6 @@ def uncordon(node: str, ops: ClusterOps, *, note: str = "") -> Remediation:
         rem = Remediation.objects.select_for_update().filter(node=node, finished__isnull=True).first()
         if rem is None:
             labels = (found.get("metadata") or {}).get("labels") or {}
-            from scheduling.nodepools.render import FLAVOR_LABEL
 
             rem = Remediation.objects.create(node=node, flavor=str(labels.get(FLAVOR_LABEL, "")),
                                              target_state="healthy", phase=Phase.CLOSED, dry_run=False,

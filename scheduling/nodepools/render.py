@@ -25,6 +25,7 @@ from infra.manifests import Manifest
 from scheduling.catalog import rules as catalog
 from scheduling.inputs import Catalog, FlavorSpec, NodePoolSpec, QuotaSpec
 from tenants.isolation.policy import GPU_FLAVOR_LABEL, GPU_MODE_LABEL, GPU_TAINT_KEY
+from tenants.render import platform_metadata
 
 KARPENTER = "karpenter.sh/v1"
 KARPENTER_ALPHA = "karpenter.sh/v1alpha1"
@@ -212,8 +213,6 @@ def _node_pool(name: str, metadata: dict[str, Any], pool: NodePoolSpec, cat: Cat
 
 
 def node_pool(pool: NodePoolSpec, cat: Catalog) -> Manifest:
-    from tenants.render import platform_metadata
-
     return _node_pool(pool.name, platform_metadata(pool.name), pool, cat, labels=pool_labels(pool, cat),
                       taints=pool_taints(pool), gpu_limit=pool.gpu_limit)
 
@@ -248,8 +247,6 @@ def node_overlay(pool_name: str, metadata: dict[str, Any], pool: NodePoolSpec) -
 
 
 def platform_pool_objects(pool: NodePoolSpec, cat: Catalog) -> list[Manifest]:
-    from tenants.render import platform_metadata
-
     overlay = node_overlay(pool.name, platform_metadata(pool.name), pool)
     return [node_pool(pool, cat), *([overlay] if overlay else [])]
 

@@ -5,19 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduling.models import InferenceEndpoint
+from scheduling.models import Flavor, InferenceEndpoint
+from scheduling.simulation.inputs import endpoint_scenario, endpoint_traffic
 from scheduling.simulator.planner import plan, render_markdown
 
 
 def build_plan(endpoint: InferenceEndpoint, *, days: float, seed: int, traffic: list[float] | None,
                gpus_per_replica: int, rps_per_replica: float) -> dict[str, Any]:
-    from scheduling.simulation.inputs import endpoint_scenario, endpoint_traffic
-
     scenario = endpoint_scenario(endpoint, days=days, hourly_rps=[0.0], units_per_replica=gpus_per_replica,
                                  capacity_rps=rps_per_replica)
     if traffic is None:
-        from scheduling.models import Flavor
-
         flavor = Flavor.objects.get(name=scenario["fleet"]["node_pools"][0]["flavor"])
         traffic = endpoint_traffic(endpoint, flavor, days, rps_per_replica / gpus_per_replica)
         note = (f"Traffic: {endpoint.tenant.slug}'s recorded hourly GPU use of {flavor.name} over {days:g} days, "

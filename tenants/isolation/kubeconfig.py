@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from gpufleet.core import conf, registry
+from gpufleet.core.errors import Conflict
 
 from . import config
 
 
 def issued_ca(tenant: Any) -> str | None:
-    from gpufleet.core.errors import Conflict
     from infra.errors import InfraError
 
     from ..secrets import vcluster_ca_cert
@@ -119,7 +119,6 @@ def ca_pem(tenant: Any) -> str | None:
 def kubeconfig_yaml(tenant: Any) -> str:
     from django.conf import settings
 
-    from gpufleet.core.errors import Conflict
     from infra.manifests import to_yaml
 
     from ..models import Phase

@@ -9,6 +9,7 @@ from django.db import transaction
 
 from gpufleet.audit.context import acting
 from gpufleet.audit.record import record
+from tenants.actions import sync_oidc_memberships
 
 from .groups import parse_groups
 from .models_oidc import OIDCIdentity
@@ -55,8 +56,6 @@ def sync_oidc_user(user: Any, claims: dict[str, Any], *, groups_claim: str) -> A
 
 
 def _sync(user: Any, claims: dict[str, Any], groups_claim: str) -> None:
-    from tenants.actions import sync_oidc_memberships
-
     profile = {
         "email": _claim_text(claims, "email", 254),
         "first_name": _claim_text(claims, "given_name", 150),

@@ -16,6 +16,7 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 
 from gpufleet.command import GpufleetCommand
+from scheduling.simulation.inputs import fleet_scenario
 from scheduling.simulator import PRESETS, ScenarioError, render_table, run_preset, simulate
 from scheduling.simulator.compare import compare
 from scheduling.simulator.replay import parse_trace
@@ -81,8 +82,6 @@ class Command(GpufleetCommand):
             a, b = (self.with_inputs(load_dict(path, "--compare"), o) for path in o["compare"])
             return compare(a, b, seed)
         if o["from_fleet"]:
-            from scheduling.simulation.inputs import fleet_scenario
-
             data = fleet_scenario(o["days"] or 7, with_demand=not o["trace"])
             return simulate(parse_scenario(self.with_inputs(data, o)), seed)
         data = self.with_inputs(load_dict(o["scenario"], "--scenario"), o)

@@ -7,6 +7,8 @@ from typing import Any
 
 from django import template
 
+from tenants.models import Phase
+
 register = template.Library()
 
 
@@ -55,8 +57,6 @@ def sync_badge(tenant: object) -> dict[str, str] | None:
     """What the tenant list says after the phase: whether the latest change is live, only where that
     question makes sense. A requested tenant awaits approval; a deleted or rejected one has nothing to sync
     (no green "2 live" on a deleted tenant). Generation numbers go in the hover title."""
-    from tenants.models import Phase
-
     phase = getattr(tenant, "phase", None)
     generation, observed = getattr(tenant, "generation", 0), getattr(tenant, "observed_generation", 0)
     if phase == Phase.REQUESTED:

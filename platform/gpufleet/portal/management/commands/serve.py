@@ -17,6 +17,7 @@ from django.core.management.base import CommandError, CommandParser
 
 from gpufleet.command import GpufleetCommand
 from gpufleet.core import conf
+from tenants.tasks import reconcile_all
 
 
 class Command(GpufleetCommand):
@@ -40,8 +41,6 @@ class Command(GpufleetCommand):
         call_command("runserver", addrport, use_reloader=False)
 
     def _start_beat(self) -> None:
-        from tenants.tasks import reconcile_all
-
         interval = float(conf.RECONCILE_ALL_SECONDS)
         stop = threading.Event()
 
