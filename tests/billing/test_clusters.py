@@ -25,7 +25,7 @@ from django.core.management import call_command
 from billing import actions, collect, exports, invoicing
 from billing.models import Invoice, UsageRecord
 from gpufleet.core.errors import ActionError
-from scheduling.models import Cluster, Flavor, GpuModel, Placement
+from scheduling.models import Cluster, Flavor, GpuModel, Placement, default_cluster_id
 from tests.billing.helpers import catalog, hour, sample, tenants
 from tests.support import factories
 from tests.support.dcgm_series import Gpu, Hold, Timeline, lines
@@ -131,6 +131,9 @@ def test_collect_splits_a_shared_tsdb_by_cluster_exactly(victoria, settings, dia
 def test_a_shared_source_without_cluster_labels_is_refused(settings):
     settings.GPUFLEET_METRICS_URL = "http://127.0.0.1:9"  # never reached: refused before any query
     catalog()
+    # Two clusters share the platform's source: `default` (which a transactional test before this one may
+    # have flushed, so made again here) and `training`, neither labelled.
+    default_cluster_id()
     Cluster.objects.create(name="training", metrics_label="")
     with pytest.raises(ActionError) as caught:
         collect.collect(hour(2026, 10, 5, 0), hour(2026, 10, 5, 1))
