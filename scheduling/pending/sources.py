@@ -17,6 +17,7 @@ from scheduling.nodepools.render import POOL_LABEL
 from scheduling.pending.why import Explanation, Facts, PoolState, QuotaState, explain
 from scheduling.policy import allowed_modes
 from scheduling.render import cluster_queue_name
+from tenants.backends import kube_access
 from tenants.models import Tenant
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
@@ -196,7 +197,6 @@ def _requests_gpu(pod: dict[str, Any]) -> bool:
 
 def cluster_ops() -> ClusterOps:
     """The cluster the explanations read (direct API access in either backend mode; tests replace it)."""
-    from infra.kube.backend import KubernetesBackend
-    from tenants.backends import kube_access
+    from infra.kube.backend import KubernetesBackend  # the kubernetes client loads only when asked
 
     return ClusterOps(KubernetesBackend.from_access(kube_access()))

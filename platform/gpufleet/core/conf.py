@@ -248,7 +248,7 @@ class Settings:
                               "(VictoriaMetrics; fewer rollups per measurement) or `promql` (any Prometheus-API "
                               "TSDB); both measure the same numbers.")
     PG_COPY = Setting(FLAG, True, "Write usage rows and invoice lines with PostgreSQL's binary COPY (ADR 0002); "
-                      "off: the same rows through the ORM's bulk_create.")
+                      "off: the same rows through the ORM's bulk_create.", Source.DJANGO_THEN_ENV)
     KUEUE_FAIR_SHARING = Setting(FLAG, False, "Kueue's fair sharing; off: classical preemption.")
     DEFAULT_COHORT = Setting(TEXT, "gpufleet", "The Kueue cohort of queues that name none.")
     MULTIKUEUE = Setting(FLAG, False, "MultiKueue mode: a tenant's home cluster dispatches jobs to its other "
