@@ -1,7 +1,7 @@
 """Render inputs: immutable snapshots of the catalog and of one tenant's scheduling rows.
 
 Loaded at the edge (one query per table), handed to the pure render functions through
-RenderContext.extra["scheduling"] and TenantView.scheduling.
+the render context (scheduling.context) and TenantView.scheduling.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 from gpufleet.core import conf, sharing
+from scheduling import context
 from scheduling.catalog import revision as catalog_revision
 from scheduling.catalog import rules as catalog
 
@@ -241,7 +242,7 @@ def load_catalog() -> dict[str, Any]:
             _CATALOG[key] = built
     global_catalog, flavors, pools, offers = built
     clusters = list(Cluster.objects.all())
-    return {"scheduling": global_catalog, "clusters": load_clusters(global_catalog, flavors, pools, clusters, offers)}
+    return context.entries(global_catalog, load_clusters(global_catalog, flavors, pools, clusters, offers))
 
 
 # (database, token, settings) -> what `_build_catalog` returned for them: the last catalog built in this process.

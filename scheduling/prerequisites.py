@@ -15,6 +15,7 @@ from typing import Any
 
 from gpufleet.core import sharing
 from infra.manifests import INSTALLS_CRDS, TENANT_LABEL, Manifest, to_yaml
+from scheduling import context
 from scheduling.nodepools import render as nodepools
 from tenants.render import RenderContext, platform_metadata
 
@@ -252,7 +253,7 @@ def helm_release(component: Component, ctx: RenderContext, cat: Catalog) -> Mani
 
 
 def render_prerequisites(ctx: RenderContext) -> list[Manifest]:
-    cat = ctx.extra.get("scheduling") or Catalog()
+    cat = context.catalog_in(ctx) or Catalog()
     out: list[Manifest] = []
     for component in COMPONENTS:
         out.append(source(component, ctx))

@@ -19,6 +19,7 @@ from typing import Any
 
 from gpufleet.core import sharing
 from infra.manifests import Manifest
+from scheduling import context
 from scheduling.endpoints import render as endpoints
 from scheduling.nodepools import render as nodepools
 from tenants import syncer_gates
@@ -60,7 +61,7 @@ REFUSED_METRICS = ("DCGM_FI_DEV_GPU_UTIL",)
 
 
 def catalog_of(ctx: RenderContext) -> Catalog:
-    return ctx.extra.get("scheduling") or Catalog()
+    return context.catalog_in(ctx) or Catalog()
 
 
 def number(value: Decimal) -> int | float:

@@ -1,7 +1,7 @@
 """Where rendered objects go: one tree (GitOps) or one API (Kubernetes) per host cluster.
 
 `placed_for_tenant` and `platform_targets` are the hooks tenants.render calls: pure functions of the render
-inputs (the clusters with their catalogs in RenderContext.extra["clusters"], the tenant's placements and
+inputs (the clusters with their catalogs in the render context (scheduling.context), the tenant's placements and
 per-cluster quotas in TenantView.scheduling). `record_placement` and `record_platform` write how
 delivery to one cluster went (tenants.reconcile calls them): the placement's `Reconciled` condition and the
 cluster's reachability -- an unreachable cluster marks its own tenants' placements, nobody else's.
@@ -20,6 +20,7 @@ from typing import Any
 from gpufleet import clock
 from gpufleet.bulk import update_rows
 from infra.errors import InfraError, TransientError
+from scheduling import context
 from scheduling.clusters import placement
 from scheduling.clusters.models import DEFAULT_CLUSTER
 from scheduling.inputs import ClusterSpec, scheduling_of
@@ -32,9 +33,9 @@ REMOVED = "the placement was removed"
 
 
 def clusters_of(ctx: RenderContext) -> dict[str, ClusterSpec]:
-    specs = ctx.extra.get("clusters") or ()
+    specs = context.cluster_specs_in(ctx)
     if not specs:  # a context built without the catalog loader (pure tests): one default cluster, root layout
-        return {DEFAULT_CLUSTER: ClusterSpec(DEFAULT_CLUSTER, "", catalog=ctx.extra.get("scheduling"))}  # type: ignore[arg-type]
+        return {DEFAULT_CLUSTER: ClusterSpec(DEFAULT_CLUSTER, "", catalog=context.catalog_in(ctx))}
     return {c.name: c for c in specs}
 
 
@@ -47,10 +48,8 @@ def context_on(ctx: RenderContext, cluster: ClusterSpec) -> RenderContext:
     """The platform-wide render inputs as one cluster sees them (its flavors and node pools)."""
     derived = ctx.extra.setdefault(_DERIVED, {})
     if cluster.name not in derived:
-        extra = {k: v for k, v in ctx.extra.items() if k != _DERIVED}
-        if cluster.catalog is not None:
-            extra["scheduling"] = cluster.catalog
-        extra["cluster"] = cluster.name
+        extra = context.narrowed({k: v for k, v in ctx.extra.items() if k != _DERIVED}, cluster=cluster.name,
+                                 catalog=cluster.catalog)
         derived[cluster.name] = replace(ctx, extra=extra)
     return derived[cluster.name]  # type: ignore[no-any-return]
 
@@ -224,7 +223,7 @@ def reserved_pools_values(view: TenantView, ctx: RenderContext, values: dict[str
     cluster reserved for its trust level -- and no others (pure; nothing added when no pool is reserved)."""
     from scheduling.nodepools.render import reserved_pool_tolerations
 
-    cat = ctx.extra.get("scheduling")
+    cat = context.catalog_in(ctx)
     tolerations = reserved_pool_tolerations(view.trust_level, cat) if cat is not None else []
     if tolerations:
         pods = values.setdefault("sync", {}).setdefault("toHost", {}).setdefault("pods", {})

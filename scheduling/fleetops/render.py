@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from scheduling import context
 from scheduling.clusters.models import DEFAULT_CLUSTER
 from tenants.render import RenderContext, platform_metadata
 
@@ -15,7 +16,7 @@ from .service import FLEETOPS_KEY
 def rule_cluster(ctx: RenderContext) -> str | None:
     """The cluster that carries the fleet-wide rules: `default` (where gpufleet runs) if it is a host cluster,
     else the first by name; None for the single root layout (no clusters)."""
-    names = sorted(c.name for c in ctx.extra.get("clusters") or ())
+    names = sorted(c.name for c in context.cluster_specs_in(ctx))
     if not names:
         return None
     return DEFAULT_CLUSTER if DEFAULT_CLUSTER in names else names[0]
@@ -40,7 +41,7 @@ def render_capacity_rules(ctx: RenderContext) -> list[dict[str, Any]]:
         return []
     if not capacity_rules_rendered(ctx):
         return []
-    if ctx.extra.get("cluster") not in (None, rule_cluster(ctx)):
+    if context.cluster_name_in(ctx) not in (None, rule_cluster(ctx)):
         return []
     meta = platform_metadata("gpufleet-capacity", inputs["namespace"])
     manifest = rule_object(inputs["kind"], inputs["namespace"], inputs["flavors"], inputs["signals"], meta["labels"])
