@@ -83,7 +83,8 @@ def test_crash_mid_teardown_resumes_where_it_stopped(
         assert queue_patches[-1]["spec"]["stopPolicy"] == "Hold"
     assert ran == ["stop-admission", "delete-vcluster", "prune-policies-and-queues"]
 
-    monkeypatch.setitem(teardown.STEPS, "prune-policies-and-queues", tracking("prune-policies-and-queues"))
+    monkeypatch.setattr(teardown, "STEPS", MappingProxyType(
+        {**teardown.STEPS, "prune-policies-and-queues": tracking("prune-policies-and-queues")}))
     ran.clear()
     outcome = reconcile.reconcile_tenant(tenant.pk, backend=kube_backend)
 
@@ -146,7 +147,7 @@ def test_openbao_is_revoked_after_the_queues_and_before_the_namespace(
         seen["left"] = kinds(kube_backend.owned("tenant:acme"))
         real(t)
 
-    monkeypatch.setitem(teardown.STEPS, "revoke-secrets", revoke)
+    monkeypatch.setattr(teardown, "STEPS", MappingProxyType({**teardown.STEPS, "revoke-secrets": revoke}))
     assert reconcile.reconcile_tenant(tenant.pk, backend=kube_backend).phase == Phase.DELETED
     assert seen["left"] == {"Namespace"}  # queues, policies, vCluster gone; namespace still there
     assert bao.tenant_status("acme") == {"policy": False, "role": False, "data": False}
